@@ -1,0 +1,133 @@
+/*
+ * On-disk format of a wstrace spool (FILE.spool): written by libtrace/, read by collector/.
+ *
+ * Layout: a 4096-byte header, then chunks of WS_CHUNK_BYTES.  Each thread owns the chunk it
+ * is filling; a chunk starts with a 64-byte ws_chunk_header followed by 64-byte records.  A
+ * writer fills a record (and its string continuation records) and only then publishes it by a
+ * release-store of chunk->committed (see spool_commit() in libtrace/spool_writer.c); a reader
+ * trusts only the first `committed` records of a chunk (see ws_spool_read() in
+ * collector/spool_reader.c).  The file is mapped MAP_SHARED, so every committed record is in
+ * the page cache and survives a SIGKILL of the traced process.
+ */
+#ifndef WS_SPOOL_FORMAT_H
+#define WS_SPOOL_FORMAT_H
+
+#include <stdint.h>
+
+#define WS_SPOOL_MAGIC "WSSPOOL1"
+#define WS_SPOOL_VERSION 1u
+#define WS_SPOOL_HEADER_BYTES 4096u
+#define WS_CHUNK_BYTES (256u * 1024u)
+#define WS_REC_BYTES 64u
+#define WS_CHUNK_RECS ((WS_CHUNK_BYTES / WS_REC_BYTES) - 1u)
+#define WS_CHUNK_MAGIC 0x4b4e4843u /* "CHNK" */
+#define WS_MAX_STRING 4096u        /* longer names are truncated (counted in truncated_strings) */
+
+enum ws_rec_type {
+    WS_REC_NONE = 0,
+    WS_REC_ALLOC,         /* api, status, u0=ptr, u1=requested, u2=bytes, u3=stream, u4=device|memory<<32, u5=aux */
+    WS_REC_FREE,          /* api, status, u0=ptr, u3=stream */
+    WS_REC_LAUNCH,        /* api, status, u0=func, u1=grid (ws_pack_dim3), u2=block (ws_pack_dim3), u3=stream, u4=smem */
+    WS_REC_GRAPH_LAUNCH,  /* api, status, u0=graph exec, u3=stream */
+    WS_REC_PUSH,          /* u0=domain, u1=string length, u2=registered handle (0 = inline string), string */
+    WS_REC_POP,           /* u0=domain, status = depth reported to the caller */
+    WS_REC_RANGE_START,   /* u0=domain, u1=string length, u2=range id, u3=registered handle, string */
+    WS_REC_RANGE_END,     /* u0=domain, u2=range id */
+    WS_REC_MARK,          /* u0=domain, u1=string length, u3=registered handle, string */
+    WS_REC_DOMAIN,        /* u0=domain handle, u1=string length, string */
+    WS_REC_REGISTER_STRING, /* u0=domain, u1=string length, u2=handle, string */
+    WS_REC_THREAD_NAME,   /* u0=os tid, u1=string length, string */
+    WS_REC_RUN_BEGIN,     /* u1=string length (shape key), string */
+    WS_REC_RUN_END,
+    WS_REC_ESTIMATE,      /* u0=slot, u1=string length (node), u2=bytes, string */
+    WS_REC_DECLARE,       /* u0=slot, u1=string length (node), u2=bytes, u3=alignment, string */
+    WS_REC_META,          /* u0=key length, u1=string length (key then value, no NUL between), string */
+    WS_REC_SYMBOL,        /* u0=function address, u1=string length, string */
+    WS_REC_IMAGE,         /* a program image started tracing: u0=exec count, u1=string length (cmdline), string */
+    WS_REC_TYPE_COUNT
+};
+
+enum ws_api {
+    WS_API_NONE = 0,
+    WS_API_cudaMalloc,
+    WS_API_cudaFree,
+    WS_API_cudaMallocAsync,
+    WS_API_cudaFreeAsync,
+    WS_API_cudaMallocFromPoolAsync,
+    WS_API_cudaMallocManaged,
+    WS_API_cudaMallocPitch,
+    WS_API_cudaMallocHost,
+    WS_API_cudaHostAlloc,
+    WS_API_cudaFreeHost,
+    WS_API_cudaLaunchKernel,
+    WS_API_cudaLaunchKernelExC,
+    WS_API_cudaLaunchCooperativeKernel,
+    WS_API_cudaGraphLaunch,
+    WS_API___cudaLaunchKernel,
+    WS_API___cudaLaunchKernel_ptsz,
+    WS_API_nvtx,
+    WS_API_wstrace,
+    WS_API_COUNT
+};
+
+enum ws_memory { WS_MEM_DEVICE = 0, WS_MEM_MANAGED = 1, WS_MEM_HOST = 2 };
+
+/* One fixed-size record.  String payloads follow in `ext` continuation records (raw bytes). */
+struct ws_rec {
+    uint8_t type;
+    uint8_t api;
+    uint16_t ext;
+    int32_t status;
+    uint64_t ns;
+    uint64_t u[6];
+};
+
+struct ws_chunk_header {
+    uint32_t magic;
+    uint32_t thread_serial; /* 1, 2, ... per process image lineage, in order of first record */
+    uint64_t os_tid;
+    uint64_t seq;           /* index of this chunk among its thread's chunks */
+    uint32_t committed;     /* records published; written with release order */
+    uint32_t image;         /* exec count of the image that wrote the chunk */
+    uint8_t pad[32];
+};
+
+struct ws_spool_header {
+    char magic[8];
+    uint32_t version;
+    uint32_t header_bytes;
+    uint32_t chunk_bytes;
+    uint32_t rec_bytes;
+    uint64_t pid;
+    uint64_t ppid;
+    uint64_t start_realtime_ns;
+    uint64_t start_ns;          /* CLOCK_MONOTONIC */
+    uint64_t end_ns;            /* set by a clean exit; 0 when the process died */
+    uint64_t next_chunk;        /* atomic: chunks claimed */
+    uint64_t lost_records;      /* atomic: records that could not be kept */
+    uint64_t truncated_strings; /* atomic */
+    uint32_t next_thread;       /* atomic: thread serials handed out */
+    uint32_t images;            /* atomic: exec count */
+    char backend[32];
+    char output[1024];
+    char tool_version[32];
+    uint8_t pad[WS_SPOOL_HEADER_BYTES - 8 - 16 - 8 * 8 - 8 - 32 - 1024 - 32];
+};
+
+_Static_assert(sizeof(struct ws_rec) == WS_REC_BYTES, "record size");
+_Static_assert(sizeof(struct ws_chunk_header) == WS_REC_BYTES, "chunk header size");
+_Static_assert(sizeof(struct ws_spool_header) == WS_SPOOL_HEADER_BYTES, "spool header size");
+
+/* x takes 32 bits, y and z 16 bits each: CUDA's limits are 2^31-1, 65535 and 65535. */
+static inline uint64_t ws_pack_dim3(uint32_t x, uint32_t y, uint32_t z)
+{
+    return (uint64_t)x | ((uint64_t)(y & 0xffffu) << 32) | ((uint64_t)(z & 0xffffu) << 48);
+}
+static inline uint32_t ws_dim3_x(uint64_t v) { return (uint32_t)v; }
+static inline uint32_t ws_dim3_y(uint64_t v) { return (uint32_t)((v >> 32) & 0xffffu); }
+static inline uint32_t ws_dim3_z(uint64_t v) { return (uint32_t)((v >> 48) & 0xffffu); }
+static inline uint32_t ws_string_recs(uint64_t len) { return (uint32_t)((len + WS_REC_BYTES - 1) / WS_REC_BYTES); }
+
+const char *ws_api_name(unsigned api);
+
+#endif

@@ -1,0 +1,5 @@
+file(READ ${IN} text)
+string(REPLACE "\\" "\\\\" text "${text}")
+string(REPLACE "\"" "\\\"" text "${text}")
+string(REPLACE "\n" "\\n\"\n\"" text "${text}")
+file(WRITE ${OUT} "/* generated from schema/schema.sql */\nconst char ws_schema_sql[] =\n\"${text}\";\n")

@@ -1,0 +1,168 @@
+-- wstrace trace schema, version 1 (PRAGMA user_version = 1).
+-- A public interface: every table and column is documented in schema/README.md.
+-- Times are nanoseconds of CLOCK_MONOTONIC of the traced process; sizes are bytes;
+-- addresses and stream handles are stored as signed 64-bit integers (SQLite has no unsigned).
+
+CREATE TABLE meta (
+    key   TEXT PRIMARY KEY,
+    value
+) WITHOUT ROWID;
+
+CREATE TABLE strings (
+    id    INTEGER PRIMARY KEY,
+    value TEXT NOT NULL UNIQUE
+);
+
+CREATE TABLE threads (
+    id       INTEGER PRIMARY KEY,        -- 1, 2, ... in order of first record
+    os_tid   INTEGER NOT NULL,
+    name_id  INTEGER REFERENCES strings(id),
+    first_ns INTEGER,
+    last_ns  INTEGER
+);
+
+CREATE TABLE domains (
+    id      INTEGER PRIMARY KEY,         -- 0 is the default NVTX domain / explicit API
+    name_id INTEGER REFERENCES strings(id)
+);
+
+CREATE TABLE runs (
+    id           INTEGER PRIMARY KEY,
+    thread_id    INTEGER NOT NULL REFERENCES threads(id),
+    shape_key_id INTEGER REFERENCES strings(id),
+    start_ns     INTEGER NOT NULL,
+    end_ns       INTEGER                 -- NULL when the run never ended
+);
+
+CREATE TABLE ranges (
+    id        INTEGER PRIMARY KEY,
+    thread_id INTEGER NOT NULL REFERENCES threads(id),
+    end_thread_id INTEGER REFERENCES threads(id),
+    name_id   INTEGER REFERENCES strings(id),
+    domain_id INTEGER NOT NULL DEFAULT 0,
+    kind      TEXT NOT NULL,             -- 'push' (push/pop, thread nested) or 'startend'
+    source    TEXT NOT NULL,             -- 'nvtx' or 'api'
+    parent_id INTEGER REFERENCES ranges(id),
+    depth     INTEGER NOT NULL,          -- 0 for an outermost push range
+    run_id    INTEGER REFERENCES runs(id),
+    start_ns  INTEGER NOT NULL,
+    end_ns    INTEGER                    -- NULL when never closed
+);
+
+CREATE TABLE allocations (
+    id              INTEGER PRIMARY KEY, -- in order of the allocation call
+    api             TEXT NOT NULL,       -- cudaMalloc, cudaMallocAsync, ...
+    memory          TEXT NOT NULL,       -- 'device', 'managed' or 'host'
+    device          INTEGER NOT NULL,
+    address         INTEGER,             -- NULL when the call failed
+    requested_bytes INTEGER NOT NULL,
+    bytes           INTEGER NOT NULL,    -- bytes obtained (pitch * height for cudaMallocPitch); 0 on failure
+    status          INTEGER NOT NULL,    -- cudaError_t returned; 0 = success
+    stream          INTEGER,
+    thread_id       INTEGER NOT NULL REFERENCES threads(id),
+    range_id        INTEGER REFERENCES ranges(id), -- innermost open push range (the node)
+    run_id          INTEGER REFERENCES runs(id),
+    alloc_ns        INTEGER NOT NULL,
+    free_ns         INTEGER,             -- NULL: never freed while traced
+    free_api        TEXT,
+    free_thread_id  INTEGER REFERENCES threads(id),
+    free_range_id   INTEGER REFERENCES ranges(id),
+    free_stream     INTEGER
+);
+
+CREATE TABLE api_errors (                -- failed frees and other failed calls that free nothing
+    id        INTEGER PRIMARY KEY,
+    api       TEXT NOT NULL,
+    status    INTEGER NOT NULL,
+    address   INTEGER,
+    thread_id INTEGER NOT NULL REFERENCES threads(id),
+    range_id  INTEGER REFERENCES ranges(id),
+    ns        INTEGER NOT NULL
+);
+
+CREATE TABLE launches (
+    id             INTEGER PRIMARY KEY,
+    api            TEXT NOT NULL,        -- cudaLaunchKernel, __cudaLaunchKernel, cudaGraphLaunch, ...
+    kernel_name_id INTEGER REFERENCES strings(id),
+    function       INTEGER,              -- host stub / function address as seen by the runtime
+    grid_x INTEGER, grid_y INTEGER, grid_z INTEGER,
+    block_x INTEGER, block_y INTEGER, block_z INTEGER,
+    shared_bytes   INTEGER,
+    stream         INTEGER,
+    status         INTEGER NOT NULL,
+    thread_id      INTEGER NOT NULL REFERENCES threads(id),
+    range_id       INTEGER REFERENCES ranges(id),
+    run_id         INTEGER REFERENCES runs(id),
+    ns             INTEGER NOT NULL
+);
+
+CREATE TABLE declarations (
+    id           INTEGER PRIMARY KEY,
+    level        INTEGER NOT NULL,       -- 1 = estimate before the kernel exists, 2 = kernel declaration
+    node_name_id INTEGER NOT NULL REFERENCES strings(id),
+    slot         INTEGER NOT NULL,
+    bytes        INTEGER NOT NULL,
+    alignment    INTEGER NOT NULL,       -- 0 = default
+    thread_id    INTEGER NOT NULL REFERENCES threads(id),
+    range_id     INTEGER REFERENCES ranges(id),
+    run_id       INTEGER REFERENCES runs(id),
+    ns           INTEGER NOT NULL
+);
+
+CREATE TABLE marks (
+    id        INTEGER PRIMARY KEY,
+    thread_id INTEGER NOT NULL REFERENCES threads(id),
+    name_id   INTEGER REFERENCES strings(id),
+    domain_id INTEGER NOT NULL DEFAULT 0,
+    range_id  INTEGER REFERENCES ranges(id),
+    ns        INTEGER NOT NULL
+);
+
+CREATE TABLE registered_strings (        -- nvtxDomainRegisterString handles
+    domain_id INTEGER NOT NULL,
+    handle    INTEGER NOT NULL,
+    string_id INTEGER NOT NULL REFERENCES strings(id),
+    PRIMARY KEY (domain_id, handle)
+) WITHOUT ROWID;
+
+CREATE INDEX allocations_range ON allocations(range_id);
+CREATE INDEX allocations_run ON allocations(run_id);
+CREATE INDEX launches_range ON launches(range_id);
+CREATE INDEX ranges_name ON ranges(name_id);
+CREATE INDEX declarations_node ON declarations(node_name_id, slot, level);
+
+-- Successful device-side allocations (device and managed memory) with names resolved.
+CREATE VIEW device_allocations AS
+SELECT a.id, a.api, a.memory, a.device, a.address, a.bytes, a.alloc_ns, a.free_ns,
+       a.thread_id, a.range_id, r.name AS node, a.run_id
+FROM allocations a
+LEFT JOIN (SELECT ranges.id, strings.value AS name FROM ranges JOIN strings ON strings.id = ranges.name_id) r
+       ON r.id = a.range_id
+WHERE a.status = 0 AND a.memory IN ('device', 'managed');
+
+-- Live device bytes after every allocation and free, per device, in time order.
+CREATE VIEW live_bytes AS
+WITH ev AS (
+    SELECT device, alloc_ns AS ns, 0 AS ord, id, bytes AS delta FROM device_allocations
+    UNION ALL
+    SELECT device, free_ns AS ns, 1 AS ord, id, -bytes AS delta FROM device_allocations
+    WHERE free_ns IS NOT NULL
+)
+SELECT device, ns, delta,
+       SUM(delta) OVER (PARTITION BY device ORDER BY ns, ord, id ROWS UNBOUNDED PRECEDING) AS live_bytes
+FROM ev;
+
+-- Per node name: allocation calls, bytes, and kernel launches.
+CREATE VIEW node_allocation_totals AS
+SELECT s.value AS node,
+       COUNT(a.id)                        AS allocations,
+       COALESCE(SUM(a.bytes), 0)          AS allocated_bytes,
+       COALESCE(MAX(a.bytes), 0)          AS largest_bytes,
+       (SELECT COUNT(*) FROM launches l JOIN ranges r2 ON r2.id = l.range_id
+         WHERE r2.name_id = s.id)         AS launches
+FROM strings s
+JOIN ranges r ON r.name_id = s.id
+LEFT JOIN allocations a ON a.range_id = r.id AND a.status = 0 AND a.memory IN ('device', 'managed')
+GROUP BY s.id;
+
+PRAGMA user_version = 1;
