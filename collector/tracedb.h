@@ -28,6 +28,7 @@ int ws_tracedb_meta_int(sqlite3 *db, const char *key, long long value);
 /* Run SQL text (no parameters) and report the first error in err. */
 int ws_tracedb_exec(sqlite3 *db, const char *sql, char *err, size_t errlen);
 
-extern const char ws_schema_sql[];
+extern const char ws_schema_sql[];   /* schema/schema.sql */
+extern const char ws_analysis_sql[]; /* schema/analysis.sql: result tables of the analysis commands */
 
 #endif
