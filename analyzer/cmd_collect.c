@@ -1,0 +1,73 @@
+/* wstrace collect: turn spools left by crashed or killed processes into traces. */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "collector.h"
+#include "commands.h"
+
+static void usage(FILE *out)
+{
+    fprintf(out, "usage: wstrace collect [-o TRACE] SPOOL...\n\n"
+                 "Write the SQLite trace of each spool.  A traced process writes FILE.spool beside its\n"
+                 "trace FILE and converts it when it exits; after a crash or SIGKILL the spool is left\n"
+                 "behind with every record that was completely written, and this command recovers it.\n\n"
+                 "  -o, --output TRACE  trace to write (one spool only); default: SPOOL without '.spool'\n"
+                 "  -h, --help          show this help\n");
+}
+
+static int default_output(const char *spool, char *out, size_t len)
+{
+    size_t n = strlen(spool);
+    const char *suffix = ".spool";
+    if (n > 6 && strcmp(spool + n - 6, suffix) == 0)
+        return snprintf(out, len, "%.*s", (int)(n - 6), spool) >= (int)len ? -1 : 0;
+    return snprintf(out, len, "%s.db", spool) >= (int)len ? -1 : 0;
+}
+
+int cmd_collect(int argc, char **argv)
+{
+    static const struct option options[] = {
+        {"output", required_argument, NULL, 'o'}, {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
+    const char *output = NULL;
+    int c;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "+o:h", options, NULL)) != -1) {
+        switch (c) {
+        case 'o': output = optarg; break;
+        case 'h': usage(stdout); return WS_EXIT_OK;
+        default: usage(stderr); return WS_EXIT_USAGE;
+        }
+    }
+    if (optind >= argc) {
+        ws_error("collect: no spool given; see 'wstrace collect --help'");
+        return WS_EXIT_USAGE;
+    }
+    if (output && argc - optind > 1) {
+        ws_error("collect: -o takes one spool, %d were given", argc - optind);
+        return WS_EXIT_USAGE;
+    }
+    int status = WS_EXIT_OK;
+    for (int i = optind; i < argc; i++) {
+        char path[4096], err[1024];
+        if (output)
+            snprintf(path, sizeof path, "%s", output);
+        else if (default_output(argv[i], path, sizeof path) != 0) {
+            ws_error("%s: path too long", argv[i]);
+            status = WS_EXIT_USAGE;
+            continue;
+        }
+        struct ws_collect_stats st;
+        if (ws_collect_spool(argv[i], path, &st, err, sizeof err) != 0) {
+            ws_error("%s", err);
+            status = WS_EXIT_USAGE;
+            continue;
+        }
+        printf("%s: %llu records, %llu allocations, %llu launches, %llu ranges, %llu threads, %llu lost%s\n", path,
+               (unsigned long long)st.records, (unsigned long long)st.allocations, (unsigned long long)st.launches,
+               (unsigned long long)st.ranges, (unsigned long long)st.threads, (unsigned long long)st.lost_records,
+               st.clean_exit ? "" : " (the process did not exit cleanly)");
+    }
+    return status;
+}

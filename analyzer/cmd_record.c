@@ -1,0 +1,173 @@
+/* wstrace record: run a program under libwstrace.so and leave its trace. */
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "collector.h"
+#include "commands.h"
+
+#ifndef WSTRACE_LIBDIR
+#define WSTRACE_LIBDIR "/usr/local/lib"
+#endif
+
+static void usage(FILE *out)
+{
+    fprintf(out, "usage: wstrace record [-o TRACE] [--keep-spool] [--] COMMAND [ARGS...]\n\n"
+                 "Run COMMAND with libwstrace.so preloaded and write its SQLite trace: every device\n"
+                 "allocation, free and kernel launch, attributed to the NVTX range (graph node) open on the\n"
+                 "calling thread.  Forked children write TRACE.<pid>.  The exit status is COMMAND's.\n\n"
+                 "  -o, --output TRACE  trace to write (default: wstrace.db)\n"
+                 "      --keep-spool    keep TRACE.spool after it has been converted\n"
+                 "  -h, --help          show this help\n\n"
+                 "Environment: WSTRACE_LIB overrides the path of libwstrace.so; see the README for the\n"
+                 "WSTRACE_* variables the library reads.\n");
+}
+
+/* libwstrace.so beside this program (build tree and install tree: bin/../lib), else the
+ * configured library folder. */
+static int find_library(char *out, size_t len)
+{
+    const char *env = getenv("WSTRACE_LIB");
+    if (env && *env) {
+        if (access(env, R_OK) != 0)
+            return -1;
+        snprintf(out, len, "%s", env);
+        return 0;
+    }
+    char exe[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n > 0) {
+        exe[n] = 0;
+        char *slash = strrchr(exe, '/');
+        if (slash) {
+            *slash = 0;
+            if (snprintf(out, len, "%s/../lib/libwstrace.so", exe) < (int)len && access(out, R_OK) == 0)
+                return 0;
+        }
+    }
+    if (snprintf(out, len, "%s/libwstrace.so", WSTRACE_LIBDIR) < (int)len && access(out, R_OK) == 0)
+        return 0;
+    return -1;
+}
+
+static int absolute(const char *path, char *out, size_t len)
+{
+    if (path[0] == '/')
+        return snprintf(out, len, "%s", path) < (int)len ? 0 : -1;
+    char cwd[PATH_MAX];
+    if (!getcwd(cwd, sizeof cwd))
+        return -1;
+    return snprintf(out, len, "%s/%s", cwd, path) < (int)len ? 0 : -1;
+}
+
+static int setup_environment(const char *lib, const char *trace)
+{
+    const char *old = getenv("LD_PRELOAD");
+    size_t n = (old ? strlen(old) : 0) + strlen(lib) + 2;
+    char *preload = malloc(n);
+    if (!preload)
+        return -1;
+    /* Appended: a sanitizer runtime already preloaded must stay first. */
+    if (old && *old)
+        snprintf(preload, n, "%s:%s", old, lib);
+    else
+        snprintf(preload, n, "%s", lib);
+    int rc = setenv("LD_PRELOAD", preload, 1) | setenv("WSTRACE_OUTPUT", trace, 1);
+    free(preload);
+    return rc ? -1 : 0;
+}
+
+/* The process died before converting its spool: recover it here. */
+static void recover_spool(const char *trace, int keep)
+{
+    char spool[PATH_MAX + 16], err[1024];
+    snprintf(spool, sizeof spool, "%s.spool", trace);
+    if (access(spool, R_OK) != 0)
+        return;
+    struct ws_collect_stats st;
+    if (ws_collect_spool(spool, trace, &st, err, sizeof err) != 0) {
+        ws_error("%s", err);
+        return;
+    }
+    fprintf(stderr, "wstrace: recovered %s from its spool (%llu records)\n", trace, (unsigned long long)st.records);
+    if (!keep)
+        unlink(spool);
+}
+
+int cmd_record(int argc, char **argv)
+{
+    static const struct option options[] = {{"output", required_argument, NULL, 'o'},
+                                            {"keep-spool", no_argument, NULL, 'k'},
+                                            {"help", no_argument, NULL, 'h'},
+                                            {NULL, 0, NULL, 0}};
+    const char *output = "wstrace.db";
+    int keep = 0, c;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "+o:h", options, NULL)) != -1) {
+        switch (c) {
+        case 'o': output = optarg; break;
+        case 'k': keep = 1; break;
+        case 'h': usage(stdout); return WS_EXIT_OK;
+        default: usage(stderr); return WS_EXIT_USAGE;
+        }
+    }
+    if (optind >= argc) {
+        ws_error("record: no command given; see 'wstrace record --help'");
+        return WS_EXIT_USAGE;
+    }
+    char lib[PATH_MAX], trace[PATH_MAX];
+    if (find_library(lib, sizeof lib) != 0) {
+        ws_error("record: libwstrace.so not found (set WSTRACE_LIB)");
+        return WS_EXIT_USAGE;
+    }
+    if (absolute(output, trace, sizeof trace) != 0) {
+        ws_error("record: %s: path too long", output);
+        return WS_EXIT_USAGE;
+    }
+    /* Fail early, and in one line, when the trace cannot be written at all. */
+    char probe[PATH_MAX + 32];
+    snprintf(probe, sizeof probe, "%s.spool", trace);
+    FILE *f = fopen(probe, "a");
+    if (!f) {
+        ws_error("record: cannot write %s: %s", probe, strerror(errno));
+        return WS_EXIT_USAGE;
+    }
+    fclose(f);
+    unlink(probe);
+    if (unlink(trace) != 0 && errno != ENOENT) {
+        ws_error("record: cannot replace %s: %s", trace, strerror(errno));
+        return WS_EXIT_USAGE;
+    }
+    if (setup_environment(lib, trace) != 0 || (keep && setenv("WSTRACE_KEEP_SPOOL", "1", 1) != 0)) {
+        ws_error("record: cannot set up the environment");
+        return WS_EXIT_USAGE;
+    }
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0) {
+        ws_error("record: fork: %s", strerror(errno));
+        return WS_EXIT_USAGE;
+    }
+    if (pid == 0) {
+        execvp(argv[optind], argv + optind);
+        ws_error("record: cannot run %s: %s", argv[optind], strerror(errno));
+        _exit(127);
+    }
+    int status;
+    while (waitpid(pid, &status, 0) < 0)
+        if (errno != EINTR) {
+            ws_error("record: waitpid: %s", strerror(errno));
+            return WS_EXIT_USAGE;
+        }
+    recover_spool(trace, keep);
+    if (WIFSIGNALED(status))
+        return 128 + WTERMSIG(status);
+    return WEXITSTATUS(status);
+}

@@ -1,0 +1,781 @@
+/*
+ * Spool -> SQLite.  One pass over the time-ordered records keeps the state the rows need
+ * (open ranges per thread, open runs, live allocations by address, names of functions) and
+ * writes each row once it is complete, inside one transaction.
+ */
+#include "collector.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "spool_reader.h"
+#include "tracedb.h"
+#include "u64map.h"
+#include "version.h"
+
+enum {
+    ST_STRING, ST_RANGE, ST_ALLOC, ST_ERROR, ST_LAUNCH, ST_DECL, ST_RUN, ST_MARK, ST_DOMAIN, ST_REGSTR, ST_THREAD,
+    ST_COUNT
+};
+
+static const char *const statement_sql[ST_COUNT] = {
+    [ST_STRING] = "INSERT INTO strings(id, value) VALUES (?1, ?2)",
+    [ST_RANGE] = "INSERT INTO ranges(id, thread_id, end_thread_id, name_id, domain_id, kind, source, parent_id, "
+                 "depth, run_id, start_ns, end_ns) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12)",
+    [ST_ALLOC] = "INSERT INTO allocations(id, api, memory, device, address, requested_bytes, bytes, status, stream, "
+                 "thread_id, range_id, run_id, alloc_ns, free_ns, free_api, free_thread_id, free_range_id, "
+                 "free_stream) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18)",
+    [ST_ERROR] = "INSERT INTO api_errors(api, status, address, thread_id, range_id, ns) VALUES (?1,?2,?3,?4,?5,?6)",
+    [ST_LAUNCH] = "INSERT INTO launches(api, kernel_name_id, function, grid_x, grid_y, grid_z, block_x, block_y, "
+                  "block_z, shared_bytes, stream, status, thread_id, range_id, run_id, ns) VALUES "
+                  "(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16)",
+    [ST_DECL] = "INSERT INTO declarations(level, node_name_id, slot, bytes, alignment, thread_id, range_id, run_id, "
+                "ns) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9)",
+    [ST_RUN] = "INSERT INTO runs(id, thread_id, shape_key_id, start_ns, end_ns) VALUES (?1,?2,?3,?4,?5)",
+    [ST_MARK] = "INSERT INTO marks(thread_id, name_id, domain_id, range_id, ns) VALUES (?1,?2,?3,?4,?5)",
+    [ST_DOMAIN] = "INSERT OR REPLACE INTO domains(id, name_id) VALUES (?1, ?2)",
+    [ST_REGSTR] = "INSERT OR REPLACE INTO registered_strings(domain_id, handle, string_id) VALUES (?1,?2,?3)",
+    [ST_THREAD] = "INSERT INTO threads(id, os_tid, name_id, first_ns, last_ns) VALUES (?1,?2,?3,?4,?5)",
+};
+
+struct open_range {
+    int64_t id, name_id, parent_id, run_id;
+    uint64_t domain, start_ns;
+    int depth;
+    const char *source;
+};
+
+struct thread_state {
+    int64_t id;
+    uint64_t os_tid, first_ns, last_ns;
+    int64_t name_id;
+    struct open_range *stack;
+    size_t depth, cap;
+};
+
+struct pending_alloc {
+    int64_t id, thread_id, range_id, run_id;
+    uint64_t address, requested, bytes, stream, ns;
+    uint32_t device, memory;
+    uint8_t api;
+};
+
+struct startend {
+    int64_t id, thread_id, name_id, run_id;
+    uint64_t domain, start_ns;
+};
+
+struct open_run {
+    int64_t id, thread_id, shape_key_id;
+    uint64_t start_ns;
+};
+
+struct meta_kv {
+    int64_t key_id, value_id;
+};
+
+struct collector {
+    sqlite3 *db;
+    sqlite3_stmt *st[ST_COUNT];
+    struct ws_spool spool;
+    struct thread_state *threads;
+    /* strings: hash -> id, verified against the arena */
+    struct ws_u64map string_ids;
+    char **string_values;
+    size_t nstrings, string_cap;
+    /* allocations by address -> index into pending */
+    struct ws_u64map live;
+    struct pending_alloc *pending;
+    size_t npending, pending_cap;
+    size_t *free_slots;
+    size_t nfree_slots;
+    struct ws_u64map symbols;      /* address -> string id << 2 | priority */
+    struct ws_u64map aliases;      /* kernel handle -> host stub */
+    struct ws_u64map registered;   /* domain << 32 | handle -> string id */
+    struct ws_u64map startends;    /* range id -> index into se */
+    struct startend *se;
+    size_t nse, se_cap;
+    struct open_run *runs;
+    size_t nruns, runs_cap;
+    struct meta_kv *meta;
+    size_t nmeta, meta_cap;
+    int64_t next_range, next_alloc, next_run;
+    int64_t command_line_id;
+    uint64_t images;
+    struct ws_collect_stats *stats;
+    char *err;
+    size_t errlen;
+};
+
+#define GROW(arr, n, cap)                                                                                    \
+    ((n) < (cap) ? 0                                                                                         \
+                 : ((cap) = (cap) ? (cap) * 2 : 16,                                                          \
+                    ((arr) = realloc_or_free((arr), (cap) * sizeof *(arr))) ? 0 : -1))
+
+static void *realloc_or_free(void *p, size_t bytes)
+{
+    void *q = realloc(p, bytes);
+    if (!q)
+        free(p);
+    return q;
+}
+
+static int fail(struct collector *c, const char *what)
+{
+    if (!c->err[0])
+        snprintf(c->err, c->errlen, "%s: %s", what, c->db ? sqlite3_errmsg(c->db) : "out of memory");
+    return -1;
+}
+
+static int step(struct collector *c, int which)
+{
+    sqlite3_stmt *s = c->st[which];
+    int rc = sqlite3_step(s);
+    sqlite3_reset(s);
+    sqlite3_clear_bindings(s);
+    return rc == SQLITE_DONE ? 0 : fail(c, "cannot write the trace");
+}
+
+static void bind_opt(sqlite3_stmt *s, int i, int64_t v)
+{
+    if (v > 0)
+        sqlite3_bind_int64(s, i, v);
+    else
+        sqlite3_bind_null(s, i);
+}
+
+/* ---- strings -------------------------------------------------------------------------------- */
+
+static uint64_t hash_bytes(const char *p, size_t n)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ (uint8_t)p[i]) * 1099511628211ull;
+    return h;
+}
+
+/* Intern a string; returns its id (>= 1) or -1. */
+static int64_t intern(struct collector *c, const char *p, size_t n)
+{
+    uint64_t key = hash_bytes(p, n), id;
+    while (ws_u64map_get(&c->string_ids, key, &id)) {
+        const char *v = c->string_values[id - 1];
+        if (strlen(v) == n && memcmp(v, p, n) == 0)
+            return (int64_t)id;
+        key = key * 31 + 1; /* a hash collision: probe the next key */
+    }
+    if (GROW(c->string_values, c->nstrings, c->string_cap) != 0)
+        return fail(c, "out of memory");
+    char *copy = malloc(n + 1);
+    if (!copy)
+        return fail(c, "out of memory");
+    memcpy(copy, p, n);
+    copy[n] = 0;
+    c->string_values[c->nstrings++] = copy;
+    id = c->nstrings;
+    if (ws_u64map_put(&c->string_ids, key, id) != 0)
+        return fail(c, "out of memory");
+    sqlite3_bind_int64(c->st[ST_STRING], 1, (int64_t)id);
+    sqlite3_bind_text(c->st[ST_STRING], 2, copy, (int)n, SQLITE_STATIC);
+    return step(c, ST_STRING) == 0 ? (int64_t)id : -1;
+}
+
+static int64_t intern_rec(struct collector *c, const struct ws_rec *r)
+{
+    size_t n;
+    const char *p = ws_rec_text(r, &n);
+    return intern(c, p, n);
+}
+
+/* ---- context of an event ---------------------------------------------------------------------- */
+
+static int64_t current_range(const struct thread_state *t) { return t->depth ? t->stack[t->depth - 1].id : 0; }
+static int64_t current_run(const struct collector *c) { return c->nruns ? c->runs[c->nruns - 1].id : 0; }
+
+/* ---- ranges ---------------------------------------------------------------------------------- */
+
+static int64_t range_name(struct collector *c, const struct ws_rec *r, uint64_t domain, uint64_t handle)
+{
+    uint64_t id;
+    if (handle && ws_u64map_get(&c->registered, (domain << 32) ^ handle, &id))
+        return (int64_t)id;
+    return intern_rec(c, r);
+}
+
+static int write_range(struct collector *c, const struct open_range *o, int64_t thread_id, int64_t end_thread,
+                       const char *kind, uint64_t end_ns, int closed)
+{
+    sqlite3_stmt *s = c->st[ST_RANGE];
+    sqlite3_bind_int64(s, 1, o->id);
+    sqlite3_bind_int64(s, 2, thread_id);
+    bind_opt(s, 3, end_thread);
+    bind_opt(s, 4, o->name_id);
+    sqlite3_bind_int64(s, 5, (int64_t)o->domain);
+    sqlite3_bind_text(s, 6, kind, -1, SQLITE_STATIC);
+    sqlite3_bind_text(s, 7, o->source, -1, SQLITE_STATIC);
+    bind_opt(s, 8, o->parent_id);
+    sqlite3_bind_int(s, 9, o->depth);
+    bind_opt(s, 10, o->run_id);
+    sqlite3_bind_int64(s, 11, (int64_t)o->start_ns);
+    if (closed)
+        sqlite3_bind_int64(s, 12, (int64_t)end_ns);
+    c->stats->ranges++;
+    return step(c, ST_RANGE);
+}
+
+static int on_push(struct collector *c, struct thread_state *t, const struct ws_rec *r)
+{
+    if (GROW(t->stack, t->depth, t->cap) != 0)
+        return fail(c, "out of memory");
+    struct open_range *o = &t->stack[t->depth];
+    o->id = ++c->next_range;
+    o->name_id = range_name(c, r, r->u[0], r->u[2]);
+    if (o->name_id < 0)
+        return -1;
+    o->parent_id = current_range(t);
+    o->run_id = current_run(c);
+    o->domain = r->u[0];
+    o->start_ns = r->ns;
+    o->depth = (int)t->depth;
+    o->source = r->api == WS_API_wstrace ? "api" : "nvtx";
+    t->depth++;
+    return 0;
+}
+
+static int on_pop(struct collector *c, struct thread_state *t, const struct ws_rec *r)
+{
+    /* NVTX pops the innermost range of the same domain; a pop without a push is ignored. */
+    for (size_t i = t->depth; i-- > 0;) {
+        if (t->stack[i].domain != r->u[0])
+            continue;
+        struct open_range o = t->stack[i];
+        memmove(&t->stack[i], &t->stack[i + 1], (t->depth - i - 1) * sizeof o);
+        t->depth--;
+        return write_range(c, &o, t->id, t->id, "push", r->ns, 1);
+    }
+    return 0;
+}
+
+static int on_range_start(struct collector *c, struct thread_state *t, const struct ws_rec *r)
+{
+    if (GROW(c->se, c->nse, c->se_cap) != 0)
+        return fail(c, "out of memory");
+    struct startend *e = &c->se[c->nse];
+    e->id = ++c->next_range;
+    e->thread_id = t->id;
+    e->name_id = range_name(c, r, r->u[0], r->u[3]);
+    e->run_id = current_run(c);
+    e->domain = r->u[0];
+    e->start_ns = r->ns;
+    if (e->name_id < 0 || ws_u64map_put(&c->startends, r->u[2], c->nse) != 0)
+        return fail(c, "out of memory");
+    c->nse++;
+    return 0;
+}
+
+static int write_startend(struct collector *c, const struct startend *e, int64_t end_thread, uint64_t end_ns,
+                          int closed)
+{
+    struct open_range o = {.id = e->id, .name_id = e->name_id, .run_id = e->run_id, .domain = e->domain,
+                           .start_ns = e->start_ns, .depth = 0, .source = "nvtx"};
+    return write_range(c, &o, e->thread_id, end_thread, "startend", end_ns, closed);
+}
+
+static int on_range_end(struct collector *c, struct thread_state *t, const struct ws_rec *r)
+{
+    uint64_t idx;
+    if (!ws_u64map_get(&c->startends, r->u[2], &idx))
+        return 0;
+    ws_u64map_del(&c->startends, r->u[2]);
+    return write_startend(c, &c->se[idx], t->id, r->ns, 1);
+}
+
+/* ---- runs ------------------------------------------------------------------------------------- */
+
+static int write_run(struct collector *c, const struct open_run *o, uint64_t end_ns, int closed)
+{
+    sqlite3_stmt *s = c->st[ST_RUN];
+    sqlite3_bind_int64(s, 1, o->id);
+    sqlite3_bind_int64(s, 2, o->thread_id);
+    bind_opt(s, 3, o->shape_key_id);
+    sqlite3_bind_int64(s, 4, (int64_t)o->start_ns);
+    if (closed)
+        sqlite3_bind_int64(s, 5, (int64_t)end_ns);
+    return step(c, ST_RUN);
+}
+
+static int on_run_begin(struct collector *c, struct thread_state *t, const struct ws_rec *r)
+{
+    if (GROW(c->runs, c->nruns, c->runs_cap) != 0)
+        return fail(c, "out of memory");
+    struct open_run *o = &c->runs[c->nruns];
+    o->id = ++c->next_run;
+    o->thread_id = t->id;
+    o->shape_key_id = intern_rec(c, r);
+    o->start_ns = r->ns;
+    if (o->shape_key_id < 0)
+        return -1;
+    c->nruns++;
+    return 0;
+}
+
+static int on_run_end(struct collector *c, struct thread_state *t, const struct ws_rec *r)
+{
+    for (size_t i = c->nruns; i-- > 0;) {
+        if (c->runs[i].thread_id != t->id)
+            continue;
+        struct open_run o = c->runs[i];
+        memmove(&c->runs[i], &c->runs[i + 1], (c->nruns - i - 1) * sizeof o);
+        c->nruns--;
+        return write_run(c, &o, r->ns, 1);
+    }
+    return 0;
+}
+
+/* ---- allocations ------------------------------------------------------------------------------- */
+
+static int write_alloc(struct collector *c, const struct pending_alloc *a, int32_t status, const struct ws_rec *f,
+                       int64_t free_thread, int64_t free_range)
+{
+    sqlite3_stmt *s = c->st[ST_ALLOC];
+    static const char *const memory[] = {"device", "managed", "host"};
+    sqlite3_bind_int64(s, 1, a->id);
+    sqlite3_bind_text(s, 2, ws_api_name(a->api), -1, SQLITE_STATIC);
+    sqlite3_bind_text(s, 3, memory[a->memory < 3 ? a->memory : 0], -1, SQLITE_STATIC);
+    sqlite3_bind_int64(s, 4, a->device);
+    if (status == 0)
+        sqlite3_bind_int64(s, 5, (int64_t)a->address);
+    sqlite3_bind_int64(s, 6, (int64_t)a->requested);
+    sqlite3_bind_int64(s, 7, (int64_t)a->bytes);
+    sqlite3_bind_int(s, 8, status);
+    bind_opt(s, 9, (int64_t)a->stream);
+    sqlite3_bind_int64(s, 10, a->thread_id);
+    bind_opt(s, 11, a->range_id);
+    bind_opt(s, 12, a->run_id);
+    sqlite3_bind_int64(s, 13, (int64_t)a->ns);
+    if (f) {
+        sqlite3_bind_int64(s, 14, (int64_t)f->ns);
+        sqlite3_bind_text(s, 15, ws_api_name(f->api), -1, SQLITE_STATIC);
+        sqlite3_bind_int64(s, 16, free_thread);
+        bind_opt(s, 17, free_range);
+        bind_opt(s, 18, (int64_t)f->u[3]);
+    }
+    c->stats->allocations++;
+    return step(c, ST_ALLOC);
+}
+
+static void fill_pending(struct pending_alloc *a, const struct ws_rec *r, int64_t id, const struct thread_state *t,
+                         int64_t run)
+{
+    a->id = id;
+    a->thread_id = t->id;
+    a->range_id = current_range(t);
+    a->run_id = run;
+    a->address = r->u[0];
+    a->requested = r->u[1];
+    a->bytes = r->u[2];
+    a->stream = r->u[3];
+    a->device = (uint32_t)r->u[4];
+    a->memory = (uint32_t)(r->u[4] >> 32);
+    a->ns = r->ns;
+    a->api = r->api;
+}
+
+static int on_alloc(struct collector *c, struct thread_state *t, const struct ws_rec *r)
+{
+    struct pending_alloc a;
+    fill_pending(&a, r, ++c->next_alloc, t, current_run(c));
+    if (r->status != 0)
+        return write_alloc(c, &a, r->status, NULL, 0, 0);
+    uint64_t idx;
+    if (ws_u64map_get(&c->live, a.address, &idx)) {
+        /* The address came back without a free we saw: the old block was freed untraced. */
+        if (write_alloc(c, &c->pending[idx], 0, NULL, 0, 0) != 0)
+            return -1;
+    } else if (c->nfree_slots) {
+        idx = c->free_slots[--c->nfree_slots];
+    } else {
+        if (GROW(c->pending, c->npending, c->pending_cap) != 0)
+            return fail(c, "out of memory");
+        idx = c->npending++;
+        size_t cap = c->pending_cap;
+        size_t *slots = realloc(c->free_slots, cap * sizeof *slots);
+        if (!slots)
+            return fail(c, "out of memory");
+        c->free_slots = slots;
+    }
+    c->pending[idx] = a;
+    return ws_u64map_put(&c->live, a.address, idx) == 0 ? 0 : fail(c, "out of memory");
+}
+
+static int write_error(struct collector *c, struct thread_state *t, const struct ws_rec *r)
+{
+    sqlite3_stmt *s = c->st[ST_ERROR];
+    sqlite3_bind_text(s, 1, ws_api_name(r->api), -1, SQLITE_STATIC);
+    sqlite3_bind_int(s, 2, r->status);
+    sqlite3_bind_int64(s, 3, (int64_t)r->u[0]);
+    sqlite3_bind_int64(s, 4, t->id);
+    bind_opt(s, 5, current_range(t));
+    sqlite3_bind_int64(s, 6, (int64_t)r->ns);
+    return step(c, ST_ERROR);
+}
+
+static int on_free(struct collector *c, struct thread_state *t, const struct ws_rec *r)
+{
+    uint64_t idx;
+    if (r->status != 0 || !ws_u64map_get(&c->live, r->u[0], &idx))
+        return write_error(c, t, r); /* failed, or frees memory allocated before tracing began */
+    ws_u64map_del(&c->live, r->u[0]);
+    c->free_slots[c->nfree_slots++] = idx;
+    return write_alloc(c, &c->pending[idx], 0, r, t->id, current_range(t));
+}
+
+/* ---- launches and names ---------------------------------------------------------------------- */
+
+static int on_symbol(struct collector *c, const struct ws_rec *r)
+{
+    if (r->u[2]) /* a kernel handle standing for a registered host stub */
+        return ws_u64map_put(&c->aliases, r->u[0], r->u[2]) == 0 ? 0 : fail(c, "out of memory");
+    uint64_t old;
+    if (ws_u64map_get(&c->symbols, r->u[0], &old) && (old & 3) >= r->u[3])
+        return 0;
+    int64_t id = intern_rec(c, r);
+    if (id < 0)
+        return -1;
+    return ws_u64map_put(&c->symbols, r->u[0], ((uint64_t)id << 2) | (r->u[3] & 3)) == 0 ? 0
+                                                                                          : fail(c, "out of memory");
+}
+
+static int64_t function_name(struct collector *c, uint64_t fn)
+{
+    uint64_t stub, v;
+    if (ws_u64map_get(&c->aliases, fn, &stub) && ws_u64map_get(&c->symbols, stub, &v))
+        return (int64_t)(v >> 2);
+    return ws_u64map_get(&c->symbols, fn, &v) ? (int64_t)(v >> 2) : 0;
+}
+
+static int on_launch(struct collector *c, struct thread_state *t, const struct ws_rec *r, int graph)
+{
+    sqlite3_stmt *s = c->st[ST_LAUNCH];
+    sqlite3_bind_text(s, 1, ws_api_name(r->api), -1, SQLITE_STATIC);
+    bind_opt(s, 2, graph ? 0 : function_name(c, r->u[0]));
+    sqlite3_bind_int64(s, 3, (int64_t)r->u[0]);
+    if (!graph) {
+        sqlite3_bind_int64(s, 4, ws_dim3_x(r->u[1]));
+        sqlite3_bind_int64(s, 5, ws_dim3_y(r->u[1]));
+        sqlite3_bind_int64(s, 6, ws_dim3_z(r->u[1]));
+        sqlite3_bind_int64(s, 7, ws_dim3_x(r->u[2]));
+        sqlite3_bind_int64(s, 8, ws_dim3_y(r->u[2]));
+        sqlite3_bind_int64(s, 9, ws_dim3_z(r->u[2]));
+        sqlite3_bind_int64(s, 10, (int64_t)r->u[4]);
+    }
+    bind_opt(s, 11, (int64_t)r->u[3]);
+    sqlite3_bind_int(s, 12, r->status);
+    sqlite3_bind_int64(s, 13, t->id);
+    bind_opt(s, 14, current_range(t));
+    bind_opt(s, 15, current_run(c));
+    sqlite3_bind_int64(s, 16, (int64_t)r->ns);
+    c->stats->launches++;
+    return step(c, ST_LAUNCH);
+}
+
+/* ---- declarations, marks, domains, metadata ---------------------------------------------------- */
+
+static int on_declaration(struct collector *c, struct thread_state *t, const struct ws_rec *r, int level)
+{
+    int64_t node = intern_rec(c, r);
+    if (node < 0)
+        return -1;
+    sqlite3_stmt *s = c->st[ST_DECL];
+    sqlite3_bind_int(s, 1, level);
+    sqlite3_bind_int64(s, 2, node);
+    sqlite3_bind_int64(s, 3, (int64_t)r->u[0]);
+    sqlite3_bind_int64(s, 4, (int64_t)r->u[2]);
+    sqlite3_bind_int64(s, 5, level == 2 ? (int64_t)r->u[3] : 0);
+    sqlite3_bind_int64(s, 6, t->id);
+    bind_opt(s, 7, current_range(t));
+    bind_opt(s, 8, current_run(c));
+    sqlite3_bind_int64(s, 9, (int64_t)r->ns);
+    return step(c, ST_DECL);
+}
+
+static int on_mark(struct collector *c, struct thread_state *t, const struct ws_rec *r)
+{
+    int64_t name = range_name(c, r, r->u[0], r->u[3]);
+    if (name < 0)
+        return -1;
+    sqlite3_stmt *s = c->st[ST_MARK];
+    sqlite3_bind_int64(s, 1, t->id);
+    bind_opt(s, 2, name);
+    sqlite3_bind_int64(s, 3, (int64_t)r->u[0]);
+    bind_opt(s, 4, current_range(t));
+    sqlite3_bind_int64(s, 5, (int64_t)r->ns);
+    return step(c, ST_MARK);
+}
+
+static int on_domain(struct collector *c, const struct ws_rec *r)
+{
+    int64_t name = intern_rec(c, r);
+    if (name < 0)
+        return -1;
+    sqlite3_bind_int64(c->st[ST_DOMAIN], 1, (int64_t)r->u[0]);
+    sqlite3_bind_int64(c->st[ST_DOMAIN], 2, name);
+    return step(c, ST_DOMAIN);
+}
+
+static int on_register_string(struct collector *c, const struct ws_rec *r)
+{
+    int64_t id = intern_rec(c, r);
+    if (id < 0 || ws_u64map_put(&c->registered, (r->u[0] << 32) ^ r->u[2], (uint64_t)id) != 0)
+        return fail(c, "out of memory");
+    sqlite3_stmt *s = c->st[ST_REGSTR];
+    sqlite3_bind_int64(s, 1, (int64_t)r->u[0]);
+    sqlite3_bind_int64(s, 2, (int64_t)r->u[2]);
+    sqlite3_bind_int64(s, 3, id);
+    return step(c, ST_REGSTR);
+}
+
+static int on_thread_name(struct collector *c, const struct ws_rec *r)
+{
+    int64_t name = intern_rec(c, r);
+    if (name < 0)
+        return -1;
+    for (size_t i = 0; i < c->spool.nthreads; i++)
+        if (c->threads[i].os_tid == r->u[0])
+            c->threads[i].name_id = name;
+    return 0;
+}
+
+static int on_meta(struct collector *c, const struct ws_rec *r)
+{
+    size_t n;
+    const char *p = ws_rec_text(r, &n);
+    size_t klen = r->u[0] < n ? (size_t)r->u[0] : n;
+    if (GROW(c->meta, c->nmeta, c->meta_cap) != 0)
+        return fail(c, "out of memory");
+    int64_t k = intern(c, p, klen), v = intern(c, p + klen, n - klen);
+    if (k < 0 || v < 0)
+        return -1;
+    c->meta[c->nmeta++] = (struct meta_kv){k, v};
+    return 0;
+}
+
+static int on_image(struct collector *c, const struct ws_rec *r)
+{
+    c->images++;
+    if (c->command_line_id == 0)
+        c->command_line_id = intern_rec(c, r);
+    return c->command_line_id < 0 ? -1 : 0;
+}
+
+static int dispatch(struct collector *c, struct thread_state *t, const struct ws_rec *r)
+{
+    if (!t->first_ns)
+        t->first_ns = r->ns;
+    t->last_ns = r->ns;
+    c->stats->records++;
+    switch ((enum ws_rec_type)r->type) {
+    case WS_REC_ALLOC: return on_alloc(c, t, r);
+    case WS_REC_FREE: return on_free(c, t, r);
+    case WS_REC_LAUNCH: return on_launch(c, t, r, 0);
+    case WS_REC_GRAPH_LAUNCH: return on_launch(c, t, r, 1);
+    case WS_REC_PUSH: return on_push(c, t, r);
+    case WS_REC_POP: return on_pop(c, t, r);
+    case WS_REC_RANGE_START: return on_range_start(c, t, r);
+    case WS_REC_RANGE_END: return on_range_end(c, t, r);
+    case WS_REC_MARK: return on_mark(c, t, r);
+    case WS_REC_DOMAIN: return on_domain(c, r);
+    case WS_REC_REGISTER_STRING: return on_register_string(c, r);
+    case WS_REC_THREAD_NAME: return on_thread_name(c, r);
+    case WS_REC_RUN_BEGIN: return on_run_begin(c, t, r);
+    case WS_REC_RUN_END: return on_run_end(c, t, r);
+    case WS_REC_ESTIMATE: return on_declaration(c, t, r, 1);
+    case WS_REC_DECLARE: return on_declaration(c, t, r, 2);
+    case WS_REC_META: return on_meta(c, r);
+    case WS_REC_SYMBOL: return on_symbol(c, r);
+    case WS_REC_IMAGE: return on_image(c, r);
+    case WS_REC_NONE:
+    case WS_REC_TYPE_COUNT: break;
+    }
+    return 0;
+}
+
+/* ---- end of the spool: what never closed -------------------------------------------------------- */
+
+static int flush_open(struct collector *c)
+{
+    for (size_t i = 0; i < c->live.cap; i++)
+        if (c->live.state[i] == 1 && write_alloc(c, &c->pending[c->live.vals[i]], 0, NULL, 0, 0) != 0)
+            return -1;
+    for (size_t i = 0; i < c->startends.cap; i++)
+        if (c->startends.state[i] == 1 && write_startend(c, &c->se[c->startends.vals[i]], 0, 0, 0) != 0)
+            return -1;
+    for (size_t i = 0; i < c->spool.nthreads; i++) {
+        struct thread_state *t = &c->threads[i];
+        for (size_t d = 0; d < t->depth; d++)
+            if (write_range(c, &t->stack[d], t->id, 0, "push", 0, 0) != 0)
+                return -1;
+        sqlite3_stmt *s = c->st[ST_THREAD];
+        sqlite3_bind_int64(s, 1, t->id);
+        sqlite3_bind_int64(s, 2, (int64_t)t->os_tid);
+        bind_opt(s, 3, t->name_id);
+        sqlite3_bind_int64(s, 4, (int64_t)t->first_ns);
+        sqlite3_bind_int64(s, 5, (int64_t)t->last_ns);
+        if (step(c, ST_THREAD) != 0)
+            return -1;
+    }
+    for (size_t i = 0; i < c->nruns; i++)
+        if (write_run(c, &c->runs[i], 0, 0) != 0)
+            return -1;
+    return 0;
+}
+
+static int write_meta(struct collector *c, const char *spool_path)
+{
+    const struct ws_spool_header *h = c->spool.hdr;
+    sqlite3 *db = c->db;
+    for (size_t i = 0; i < c->nmeta; i++)
+        if (ws_tracedb_meta_text(db, c->string_values[c->meta[i].key_id - 1],
+                                 c->string_values[c->meta[i].value_id - 1]) != 0)
+            return fail(c, "cannot write meta");
+    uint64_t lost = __atomic_load_n(&h->lost_records, __ATOMIC_ACQUIRE);
+    uint64_t end_ns = __atomic_load_n(&h->end_ns, __ATOMIC_ACQUIRE);
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    c->stats->lost_records = lost;
+    c->stats->corrupt_records = c->spool.corrupt_records;
+    c->stats->threads = c->spool.nthreads;
+    c->stats->clean_exit = end_ns != 0;
+    int rc = ws_tracedb_meta_int(db, "pid", (long long)h->pid) | ws_tracedb_meta_int(db, "ppid", (long long)h->ppid) |
+             ws_tracedb_meta_text(db, "command_line",
+                                  c->command_line_id > 0 ? c->string_values[c->command_line_id - 1] : "") |
+             ws_tracedb_meta_int(db, "images", (long long)c->images) |
+             ws_tracedb_meta_int(db, "start_ns", (long long)h->start_ns) |
+             ws_tracedb_meta_int(db, "start_time_unix_ns", (long long)h->start_realtime_ns) |
+             ws_tracedb_meta_int(db, "clean_exit", end_ns != 0) |
+             ws_tracedb_meta_text(db, "capture_backend", h->backend) |
+             ws_tracedb_meta_text(db, "tracer_version", h->tool_version) |
+             ws_tracedb_meta_int(db, "lost_records", (long long)lost) |
+             ws_tracedb_meta_int(db, "truncated_strings", (long long)h->truncated_strings) |
+             ws_tracedb_meta_int(db, "corrupt_records", (long long)c->spool.corrupt_records) |
+             ws_tracedb_meta_int(db, "records", (long long)c->stats->records) |
+             ws_tracedb_meta_int(db, "chunks", (long long)c->spool.nchunks) |
+             ws_tracedb_meta_text(db, "spool", spool_path) |
+             ws_tracedb_meta_int(db, "collected_unix_ns", (long long)now.tv_sec * 1000000000ll + now.tv_nsec);
+    if (end_ns)
+        rc |= ws_tracedb_meta_int(db, "end_ns", (long long)end_ns);
+    return rc ? fail(c, "cannot write meta") : 0;
+}
+
+/* ---- driver ------------------------------------------------------------------------------------ */
+
+static int setup(struct collector *c)
+{
+    for (int i = 0; i < ST_COUNT; i++)
+        if (sqlite3_prepare_v3(c->db, statement_sql[i], -1, SQLITE_PREPARE_PERSISTENT, &c->st[i], NULL) !=
+            SQLITE_OK)
+            return fail(c, "cannot prepare the trace tables");
+    if (ws_u64map_init(&c->string_ids, 1024) || ws_u64map_init(&c->live, 1024) ||
+        ws_u64map_init(&c->symbols, 64) || ws_u64map_init(&c->aliases, 64) || ws_u64map_init(&c->registered, 64) ||
+        ws_u64map_init(&c->startends, 64))
+        return fail(c, "out of memory");
+    c->threads = calloc(c->spool.nthreads ? c->spool.nthreads : 1, sizeof *c->threads);
+    if (!c->threads)
+        return fail(c, "out of memory");
+    for (size_t i = 0; i < c->spool.nthreads; i++) {
+        c->threads[i].id = c->spool.threads[i].serial;
+        c->threads[i].os_tid = c->spool.threads[i].os_tid;
+    }
+    sqlite3_bind_int64(c->st[ST_DOMAIN], 1, 0); /* the default domain */
+    return step(c, ST_DOMAIN);
+}
+
+static void teardown(struct collector *c)
+{
+    for (int i = 0; i < ST_COUNT; i++)
+        sqlite3_finalize(c->st[i]);
+    if (c->threads)
+        for (size_t i = 0; i < c->spool.nthreads; i++)
+            free(c->threads[i].stack);
+    free(c->threads);
+    for (size_t i = 0; i < c->nstrings; i++)
+        free(c->string_values[i]);
+    free(c->string_values);
+    free(c->pending);
+    free(c->free_slots);
+    free(c->se);
+    free(c->runs);
+    free(c->meta);
+    ws_u64map_free(&c->string_ids);
+    ws_u64map_free(&c->live);
+    ws_u64map_free(&c->symbols);
+    ws_u64map_free(&c->aliases);
+    ws_u64map_free(&c->registered);
+    ws_u64map_free(&c->startends);
+    if (c->db)
+        sqlite3_close(c->db);
+    ws_spool_close(&c->spool);
+}
+
+int ws_collect_spool(const char *spool_path, const char *db_path, struct ws_collect_stats *stats, char *err,
+                     size_t errlen)
+{
+    struct collector c;
+    memset(&c, 0, sizeof c);
+    memset(stats, 0, sizeof *stats);
+    c.stats = stats;
+    c.err = err;
+    c.errlen = errlen;
+    err[0] = 0;
+    char tmp[4096];
+    int rc = -1;
+    if (snprintf(tmp, sizeof tmp, "%s.tmp.%ld", db_path, (long)getpid()) >= (int)sizeof tmp) {
+        snprintf(err, errlen, "%s: path too long", db_path);
+        return -1;
+    }
+    if (ws_spool_open(spool_path, &c.spool, err, errlen) != 0)
+        goto out;
+    if (ws_tracedb_create(tmp, &c.db, err, errlen) != 0)
+        goto out;
+    char msg[512];
+    if (ws_tracedb_exec(c.db, "BEGIN", msg, sizeof msg) != 0 || setup(&c) != 0) {
+        fail(&c, "cannot start the trace");
+        goto out;
+    }
+    size_t ti;
+    const struct ws_rec *r;
+    while ((r = ws_spool_next(&c.spool, &ti)) != NULL)
+        if (dispatch(&c, &c.threads[ti], r) != 0)
+            goto out;
+    if (flush_open(&c) != 0 || write_meta(&c, spool_path) != 0)
+        goto out;
+    if (ws_tracedb_exec(c.db, "COMMIT; PRAGMA journal_mode=DELETE;", msg, sizeof msg) != 0) {
+        snprintf(err, errlen, "%s: cannot commit the trace: %s", db_path, msg);
+        goto out;
+    }
+    for (int i = 0; i < ST_COUNT; i++) {
+        sqlite3_finalize(c.st[i]);
+        c.st[i] = NULL;
+    }
+    if (sqlite3_close(c.db) != SQLITE_OK) {
+        snprintf(err, errlen, "%s: cannot close the trace", db_path);
+        goto out;
+    }
+    c.db = NULL;
+    if (rename(tmp, db_path) != 0) {
+        snprintf(err, errlen, "%s: cannot write the trace: %s", db_path, strerror(errno));
+        goto out;
+    }
+    rc = 0;
+out:
+    if (rc != 0 && err[0] == 0)
+        snprintf(err, errlen, "%s: cannot write the trace", db_path);
+    teardown(&c);
+    if (rc != 0)
+        unlink(tmp);
+    return rc;
+}

@@ -1,0 +1,27 @@
+/*
+ * The collector: turns one spool into one SQLite trace with a single writer and large
+ * transactions.  Used in-process by libwstrace.so at exit and by `wstrace collect`.
+ */
+#ifndef WS_COLLECTOR_H
+#define WS_COLLECTOR_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct ws_collect_stats {
+    uint64_t records;         /* head records read (strings not counted separately) */
+    uint64_t allocations;     /* rows written to allocations */
+    uint64_t launches;
+    uint64_t ranges;
+    uint64_t threads;
+    uint64_t lost_records;    /* counted by the tracer: could not be kept */
+    uint64_t corrupt_records; /* malformed records skipped by the reader */
+    int clean_exit;           /* the traced process ended normally */
+};
+
+/* Write the trace for spool_path into db_path (replaced atomically: a temporary file is
+ * renamed over it only on success).  0 or -1 with one line in err. */
+int ws_collect_spool(const char *spool_path, const char *db_path, struct ws_collect_stats *stats, char *err,
+                     size_t errlen);
+
+#endif

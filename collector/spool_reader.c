@@ -1,0 +1,207 @@
+#include "spool_reader.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static int thread_cmp(const void *a, const void *b)
+{
+    const struct ws_chunk_header *x = *(const struct ws_chunk_header *const *)a;
+    const struct ws_chunk_header *y = *(const struct ws_chunk_header *const *)b;
+    if (x->thread_serial != y->thread_serial)
+        return x->thread_serial < y->thread_serial ? -1 : 1;
+    return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+static uint32_t chunk_committed(const struct ws_chunk_header *c)
+{
+    uint32_t n = __atomic_load_n(&c->committed, __ATOMIC_ACQUIRE);
+    return n > WS_CHUNK_RECS ? WS_CHUNK_RECS : n;
+}
+
+static int check_header(const struct ws_spool *s, const char *path, char *err, size_t errlen)
+{
+    const struct ws_spool_header *h = s->hdr;
+    if (s->size < WS_SPOOL_HEADER_BYTES || memcmp(h->magic, WS_SPOOL_MAGIC, 8) != 0) {
+        snprintf(err, errlen, "%s: not a wstrace spool", path);
+        return -1;
+    }
+    if (h->version != WS_SPOOL_VERSION || h->chunk_bytes != WS_CHUNK_BYTES || h->rec_bytes != WS_REC_BYTES ||
+        h->header_bytes != WS_SPOOL_HEADER_BYTES) {
+        snprintf(err, errlen, "%s: spool format version %u is not supported by this wstrace (%u)", path, h->version,
+                 WS_SPOOL_VERSION);
+        return -1;
+    }
+    return 0;
+}
+
+/* Group the valid chunks by thread, each thread's chunks in sequence order. */
+static int index_chunks(struct ws_spool *s)
+{
+    uint64_t claimed = __atomic_load_n(&s->hdr->next_chunk, __ATOMIC_ACQUIRE);
+    uint64_t present = (s->size - WS_SPOOL_HEADER_BYTES) / WS_CHUNK_BYTES;
+    uint64_t n = claimed < present ? claimed : present;
+    const struct ws_chunk_header **all = calloc(n ? n : 1, sizeof *all);
+    if (!all)
+        return -1;
+    size_t valid = 0;
+    for (uint64_t i = 0; i < n; i++) {
+        const struct ws_chunk_header *c =
+            (const void *)(s->map + WS_SPOOL_HEADER_BYTES + i * (uint64_t)WS_CHUNK_BYTES);
+        /* A chunk claimed by a thread killed before it wrote its header holds nothing. */
+        if (__atomic_load_n(&c->magic, __ATOMIC_ACQUIRE) == WS_CHUNK_MAGIC && c->thread_serial != 0)
+            all[valid++] = c;
+    }
+    qsort(all, valid, sizeof *all, thread_cmp);
+    size_t nthreads = 0;
+    for (size_t i = 0; i < valid; i++)
+        if (i == 0 || all[i]->thread_serial != all[i - 1]->thread_serial)
+            nthreads++;
+    s->threads = calloc(nthreads ? nthreads : 1, sizeof *s->threads);
+    s->heap = calloc(nthreads ? nthreads : 1, sizeof *s->heap);
+    if (!s->threads || !s->heap) {
+        free(all);
+        return -1;
+    }
+    size_t t = 0;
+    for (size_t i = 0; i < valid; t++) {
+        size_t j = i;
+        while (j < valid && all[j]->thread_serial == all[i]->thread_serial)
+            j++;
+        struct ws_spool_thread *th = &s->threads[t];
+        th->serial = all[i]->thread_serial;
+        th->os_tid = all[i]->os_tid;
+        th->nchunks = j - i;
+        th->chunks = malloc(th->nchunks * sizeof *th->chunks);
+        if (!th->chunks) {
+            free(all);
+            return -1;
+        }
+        memcpy(th->chunks, all + i, th->nchunks * sizeof *th->chunks);
+        i = j;
+    }
+    s->nthreads = nthreads;
+    s->nchunks = valid;
+    free(all);
+    return 0;
+}
+
+static const struct ws_rec *thread_peek(struct ws_spool *s, struct ws_spool_thread *t)
+{
+    while (t->chunk_at < t->nchunks) {
+        const struct ws_chunk_header *c = t->chunks[t->chunk_at];
+        if (t->rec_at == 0)
+            t->committed = chunk_committed(c);
+        if (t->rec_at < t->committed) {
+            const struct ws_rec *r = (const struct ws_rec *)(c + 1) + t->rec_at;
+            if (r->type > WS_REC_NONE && r->type < WS_REC_TYPE_COUNT && t->rec_at + 1u + r->ext <= t->committed)
+                return r;
+            s->corrupt_records += t->committed - t->rec_at; /* the rest of this chunk is not trusted */
+        }
+        t->chunk_at++;
+        t->rec_at = 0;
+    }
+    return NULL;
+}
+
+static int heap_less(struct ws_spool *s, size_t a, size_t b)
+{
+    const struct ws_rec *x = thread_peek(s, &s->threads[a]);
+    const struct ws_rec *y = thread_peek(s, &s->threads[b]);
+    if (x->ns != y->ns)
+        return x->ns < y->ns;
+    return s->threads[a].serial < s->threads[b].serial;
+}
+
+static void heap_down(struct ws_spool *s, size_t i)
+{
+    for (;;) {
+        size_t l = 2 * i + 1, r = l + 1, m = i;
+        if (l < s->heap_len && heap_less(s, s->heap[l], s->heap[m]))
+            m = l;
+        if (r < s->heap_len && heap_less(s, s->heap[r], s->heap[m]))
+            m = r;
+        if (m == i)
+            return;
+        size_t tmp = s->heap[i];
+        s->heap[i] = s->heap[m];
+        s->heap[m] = tmp;
+        i = m;
+    }
+}
+
+int ws_spool_open(const char *path, struct ws_spool *s, char *err, size_t errlen)
+{
+    memset(s, 0, sizeof *s);
+    s->fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (s->fd < 0) {
+        snprintf(err, errlen, "%s: %s", path, strerror(errno));
+        return -1;
+    }
+    struct stat st;
+    if (fstat(s->fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        snprintf(err, errlen, "%s: not a regular file", path);
+        goto fail;
+    }
+    s->size = (size_t)st.st_size;
+    if (s->size < WS_SPOOL_HEADER_BYTES) {
+        snprintf(err, errlen, "%s: not a wstrace spool (too short)", path);
+        goto fail;
+    }
+    void *m = mmap(NULL, s->size, PROT_READ, MAP_SHARED, s->fd, 0);
+    if (m == MAP_FAILED) {
+        snprintf(err, errlen, "%s: cannot map: %s", path, strerror(errno));
+        goto fail;
+    }
+    s->map = m;
+    s->hdr = m;
+    if (check_header(s, path, err, errlen) != 0)
+        goto fail;
+    if (index_chunks(s) != 0) {
+        snprintf(err, errlen, "%s: out of memory while indexing the spool", path);
+        goto fail;
+    }
+    for (size_t i = 0; i < s->nthreads; i++)
+        if (thread_peek(s, &s->threads[i]))
+            s->heap[s->heap_len++] = i;
+    for (size_t i = s->heap_len; i-- > 0;)
+        heap_down(s, i);
+    return 0;
+fail:
+    ws_spool_close(s);
+    return -1;
+}
+
+const struct ws_rec *ws_spool_next(struct ws_spool *s, size_t *thread)
+{
+    if (s->heap_len == 0)
+        return NULL;
+    size_t ti = s->heap[0];
+    struct ws_spool_thread *t = &s->threads[ti];
+    const struct ws_rec *r = thread_peek(s, t);
+    t->rec_at += 1u + r->ext;
+    if (!thread_peek(s, t))
+        s->heap[0] = s->heap[--s->heap_len];
+    heap_down(s, 0);
+    *thread = ti;
+    return r;
+}
+
+void ws_spool_close(struct ws_spool *s)
+{
+    if (s->map)
+        munmap((void *)s->map, s->size);
+    if (s->fd >= 0)
+        close(s->fd);
+    for (size_t i = 0; i < s->nthreads; i++)
+        free(s->threads[i].chunks);
+    free(s->threads);
+    free(s->heap);
+    memset(s, 0, sizeof *s);
+    s->fd = -1;
+}

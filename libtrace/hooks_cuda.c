@@ -1,0 +1,478 @@
+/*
+ * CUDA runtime API interposition.  Every hook forwards to the real function first, then
+ * appends one fixed-size record to the calling thread's buffer; return values, out-parameters
+ * and errno reach the caller unchanged.
+ */
+#include <cuda_runtime_api.h>
+#include <dlfcn.h>
+
+#include "tracer.h"
+
+/* Launch entry points that nvcc-generated code calls (crt/host_runtime.h, crt/device_functions.h). */
+cudaError_t __cudaGetKernel(cudaKernel_t *kernel, const void *host_fun);
+cudaError_t __cudaLaunchKernel(cudaKernel_t kernel, dim3 grid, dim3 block, void **args, size_t smem,
+                               cudaStream_t stream);
+cudaError_t __cudaLaunchKernel_ptsz(cudaKernel_t kernel, dim3 grid, dim3 block, void **args, size_t smem,
+                                    cudaStream_t stream);
+void __cudaRegisterFunction(void **fat_cubin, const char *host_fun, char *device_fun, const char *device_name,
+                            int thread_limit, uint3 *tid, uint3 *bid, dim3 *bdim, dim3 *gdim, int *wsize);
+
+/* The one table of real symbols: X(name). */
+#define WS_REAL_SYMBOLS(X)                                                                                   \
+    X(cudaMalloc) X(cudaFree) X(cudaMallocAsync) X(cudaFreeAsync) X(cudaMallocFromPoolAsync)                  \
+    X(cudaMallocManaged) X(cudaMallocPitch) X(cudaMallocHost) X(cudaHostAlloc) X(cudaFreeHost)                 \
+    X(cudaLaunchKernel) X(cudaLaunchKernelExC) X(cudaLaunchCooperativeKernel) X(cudaGraphLaunch)              \
+    X(cudaSetDevice) X(__cudaGetKernel) X(__cudaLaunchKernel) X(__cudaLaunchKernel_ptsz)                       \
+    X(__cudaRegisterFunction)
+
+#define WS_REAL_FIELD(name) __typeof__(&name) name;
+static struct {
+    WS_REAL_SYMBOLS(WS_REAL_FIELD)
+} real;
+
+#define WS_REAL_ENTRY(name) {(void **)&real.name, #name},
+static const struct {
+    void **slot;
+    const char *name;
+} real_table[] = {WS_REAL_SYMBOLS(WS_REAL_ENTRY)};
+
+/* Resolve every real symbol at once; racing callers store the same values. */
+static void resolve_real(void)
+{
+    void *cudart = NULL;
+    for (size_t i = 0; i < sizeof real_table / sizeof real_table[0]; i++) {
+        void *p = dlsym(RTLD_NEXT, real_table[i].name);
+        if (!p) {
+            /* cudart opened with RTLD_LOCAL by a plugin is not in the global scope. */
+            if (!cudart)
+                cudart = dlopen("libcudart.so.13", RTLD_LAZY | RTLD_NOLOAD);
+            if (cudart)
+                p = dlsym(cudart, real_table[i].name);
+        }
+        if (p)
+            __atomic_store_n(real_table[i].slot, p, __ATOMIC_RELEASE);
+    }
+    if (cudart)
+        dlclose(cudart);
+}
+
+#define REAL(name)                                                                                           \
+    ({                                                                                                       \
+        __typeof__(real.name) fn_ = __atomic_load_n(&real.name, __ATOMIC_ACQUIRE);                          \
+        if (__builtin_expect(!fn_, 0)) {                                                                     \
+            resolve_real();                                                                                  \
+            fn_ = __atomic_load_n(&real.name, __ATOMIC_ACQUIRE);                                             \
+        }                                                                                                    \
+        fn_;                                                                                                 \
+    })
+
+/* A missing real symbol answers with the runtime's own code for an unresolvable symbol. */
+#define MISSING cudaErrorSharedObjectSymbolNotFound
+
+static WS_TLS int current_device;
+
+/* Enter a hook: returns 1 when the call must be recorded. */
+static inline int hook_enter(void)
+{
+    if (__builtin_expect(ws_self.in_hook != 0 || !ws_enabled, 0))
+        return 0;
+    ws_self.in_hook = 1;
+    return 1;
+}
+
+static inline void hook_leave(int saved_errno)
+{
+    ws_self.in_hook = 0;
+    errno = saved_errno;
+}
+
+static inline void record_alloc(uint8_t api, cudaError_t rc, void *ptr, uint64_t requested, uint64_t bytes,
+                                cudaStream_t stream, uint32_t memory, uint64_t aux)
+{
+    struct ws_rec *r = ws_rec_reserve(1);
+    if (!r)
+        return;
+    r->type = WS_REC_ALLOC;
+    r->api = api;
+    r->ext = 0;
+    r->status = (int32_t)rc;
+    r->ns = ws_now();
+    r->u[0] = rc == cudaSuccess ? (uint64_t)(uintptr_t)ptr : 0;
+    r->u[1] = requested;
+    r->u[2] = rc == cudaSuccess ? bytes : 0;
+    r->u[3] = (uint64_t)(uintptr_t)stream;
+    r->u[4] = (uint64_t)(uint32_t)current_device | ((uint64_t)memory << 32);
+    r->u[5] = aux;
+    ws_rec_commit(1);
+}
+
+static inline void record_free(uint8_t api, cudaError_t rc, void *ptr, cudaStream_t stream, uint32_t memory)
+{
+    struct ws_rec *r = ws_rec_reserve(1);
+    if (!r)
+        return;
+    r->type = WS_REC_FREE;
+    r->api = api;
+    r->ext = 0;
+    r->status = (int32_t)rc;
+    r->ns = ws_now();
+    r->u[0] = (uint64_t)(uintptr_t)ptr;
+    r->u[1] = 0;
+    r->u[2] = 0;
+    r->u[3] = (uint64_t)(uintptr_t)stream;
+    r->u[4] = (uint64_t)(uint32_t)current_device | ((uint64_t)memory << 32);
+    r->u[5] = 0;
+    ws_rec_commit(1);
+}
+
+static inline void record_launch(uint8_t api, cudaError_t rc, const void *fn, dim3 grid, dim3 block, size_t smem,
+                                 cudaStream_t stream)
+{
+    ws_note_function(fn);
+    struct ws_rec *r = ws_rec_reserve(1);
+    if (!r)
+        return;
+    r->type = WS_REC_LAUNCH;
+    r->api = api;
+    r->ext = 0;
+    r->status = (int32_t)rc;
+    r->ns = ws_now();
+    r->u[0] = (uint64_t)(uintptr_t)fn;
+    r->u[1] = ws_pack_dim3(grid.x, grid.y, grid.z);
+    r->u[2] = ws_pack_dim3(block.x, block.y, block.z);
+    r->u[3] = (uint64_t)(uintptr_t)stream;
+    r->u[4] = smem;
+    r->u[5] = (uint64_t)(uint32_t)current_device;
+    ws_rec_commit(1);
+}
+
+/* ---- allocation ------------------------------------------------------------------------ */
+
+WS_EXPORT cudaError_t cudaMalloc(void **ptr, size_t size)
+{
+    __typeof__(real.cudaMalloc) fn = REAL(cudaMalloc);
+    if (!fn)
+        return MISSING;
+    if (!hook_enter())
+        return fn(ptr, size);
+    cudaError_t rc = fn(ptr, size);
+    int saved = errno;
+    record_alloc(WS_API_cudaMalloc, rc, ptr ? *ptr : NULL, size, size, 0, WS_MEM_DEVICE, 0);
+    hook_leave(saved);
+    return rc;
+}
+
+WS_EXPORT cudaError_t cudaMallocAsync(void **ptr, size_t size, cudaStream_t stream)
+{
+    __typeof__(real.cudaMallocAsync) fn = REAL(cudaMallocAsync);
+    if (!fn)
+        return MISSING;
+    if (!hook_enter())
+        return fn(ptr, size, stream);
+    cudaError_t rc = fn(ptr, size, stream);
+    int saved = errno;
+    record_alloc(WS_API_cudaMallocAsync, rc, ptr ? *ptr : NULL, size, size, stream, WS_MEM_DEVICE, 0);
+    hook_leave(saved);
+    return rc;
+}
+
+WS_EXPORT cudaError_t cudaMallocFromPoolAsync(void **ptr, size_t size, cudaMemPool_t pool, cudaStream_t stream)
+{
+    __typeof__(real.cudaMallocFromPoolAsync) fn = REAL(cudaMallocFromPoolAsync);
+    if (!fn)
+        return MISSING;
+    if (!hook_enter())
+        return fn(ptr, size, pool, stream);
+    cudaError_t rc = fn(ptr, size, pool, stream);
+    int saved = errno;
+    record_alloc(WS_API_cudaMallocFromPoolAsync, rc, ptr ? *ptr : NULL, size, size, stream, WS_MEM_DEVICE,
+                 (uint64_t)(uintptr_t)pool);
+    hook_leave(saved);
+    return rc;
+}
+
+WS_EXPORT cudaError_t cudaMallocManaged(void **ptr, size_t size, unsigned int flags)
+{
+    __typeof__(real.cudaMallocManaged) fn = REAL(cudaMallocManaged);
+    if (!fn)
+        return MISSING;
+    if (!hook_enter())
+        return fn(ptr, size, flags);
+    cudaError_t rc = fn(ptr, size, flags);
+    int saved = errno;
+    record_alloc(WS_API_cudaMallocManaged, rc, ptr ? *ptr : NULL, size, size, 0, WS_MEM_MANAGED, flags);
+    hook_leave(saved);
+    return rc;
+}
+
+WS_EXPORT cudaError_t cudaMallocPitch(void **ptr, size_t *pitch, size_t width, size_t height)
+{
+    __typeof__(real.cudaMallocPitch) fn = REAL(cudaMallocPitch);
+    if (!fn)
+        return MISSING;
+    if (!hook_enter())
+        return fn(ptr, pitch, width, height);
+    cudaError_t rc = fn(ptr, pitch, width, height);
+    int saved = errno;
+    uint64_t requested, bytes = 0;
+    if (__builtin_mul_overflow((uint64_t)width, (uint64_t)height, &requested))
+        requested = UINT64_MAX;
+    if (rc == cudaSuccess && pitch && __builtin_mul_overflow((uint64_t)*pitch, (uint64_t)height, &bytes))
+        bytes = UINT64_MAX;
+    record_alloc(WS_API_cudaMallocPitch, rc, ptr ? *ptr : NULL, requested, bytes, 0, WS_MEM_DEVICE,
+                 rc == cudaSuccess && pitch ? *pitch : 0);
+    hook_leave(saved);
+    return rc;
+}
+
+WS_EXPORT cudaError_t cudaMallocHost(void **ptr, size_t size)
+{
+    __typeof__(real.cudaMallocHost) fn = REAL(cudaMallocHost);
+    if (!fn)
+        return MISSING;
+    if (!hook_enter())
+        return fn(ptr, size);
+    cudaError_t rc = fn(ptr, size);
+    int saved = errno;
+    record_alloc(WS_API_cudaMallocHost, rc, ptr ? *ptr : NULL, size, size, 0, WS_MEM_HOST, 0);
+    hook_leave(saved);
+    return rc;
+}
+
+WS_EXPORT cudaError_t cudaHostAlloc(void **ptr, size_t size, unsigned int flags)
+{
+    __typeof__(real.cudaHostAlloc) fn = REAL(cudaHostAlloc);
+    if (!fn)
+        return MISSING;
+    if (!hook_enter())
+        return fn(ptr, size, flags);
+    cudaError_t rc = fn(ptr, size, flags);
+    int saved = errno;
+    record_alloc(WS_API_cudaHostAlloc, rc, ptr ? *ptr : NULL, size, size, 0, WS_MEM_HOST, flags);
+    hook_leave(saved);
+    return rc;
+}
+
+/* ---- free -------------------------------------------------------------------------------- */
+
+WS_EXPORT cudaError_t cudaFree(void *ptr)
+{
+    __typeof__(real.cudaFree) fn = REAL(cudaFree);
+    if (!fn)
+        return MISSING;
+    /* cudaFree(NULL) frees nothing: programs call it to create the context. */
+    if (!ptr || !hook_enter())
+        return fn(ptr);
+    cudaError_t rc = fn(ptr);
+    int saved = errno;
+    record_free(WS_API_cudaFree, rc, ptr, 0, WS_MEM_DEVICE);
+    hook_leave(saved);
+    return rc;
+}
+
+WS_EXPORT cudaError_t cudaFreeAsync(void *ptr, cudaStream_t stream)
+{
+    __typeof__(real.cudaFreeAsync) fn = REAL(cudaFreeAsync);
+    if (!fn)
+        return MISSING;
+    if (!ptr || !hook_enter())
+        return fn(ptr, stream);
+    cudaError_t rc = fn(ptr, stream);
+    int saved = errno;
+    record_free(WS_API_cudaFreeAsync, rc, ptr, stream, WS_MEM_DEVICE);
+    hook_leave(saved);
+    return rc;
+}
+
+WS_EXPORT cudaError_t cudaFreeHost(void *ptr)
+{
+    __typeof__(real.cudaFreeHost) fn = REAL(cudaFreeHost);
+    if (!fn)
+        return MISSING;
+    if (!ptr || !hook_enter())
+        return fn(ptr);
+    cudaError_t rc = fn(ptr);
+    int saved = errno;
+    record_free(WS_API_cudaFreeHost, rc, ptr, 0, WS_MEM_HOST);
+    hook_leave(saved);
+    return rc;
+}
+
+/* ---- device ------------------------------------------------------------------------------ */
+
+/* The device of an allocation is the calling thread's current device, tracked here so that
+ * the hot path never asks the runtime. */
+WS_EXPORT cudaError_t cudaSetDevice(int device)
+{
+    __typeof__(real.cudaSetDevice) fn = REAL(cudaSetDevice);
+    if (!fn)
+        return MISSING;
+    cudaError_t rc = fn(device);
+    if (rc == cudaSuccess)
+        current_device = device;
+    return rc;
+}
+
+/* ---- launches ---------------------------------------------------------------------------- */
+
+WS_EXPORT cudaError_t cudaLaunchKernel(const void *func, dim3 grid, dim3 block, void **args, size_t smem,
+                                       cudaStream_t stream)
+{
+    __typeof__(real.cudaLaunchKernel) fn = REAL(cudaLaunchKernel);
+    if (!fn)
+        return MISSING;
+    if (!hook_enter())
+        return fn(func, grid, block, args, smem, stream);
+    cudaError_t rc = fn(func, grid, block, args, smem, stream);
+    int saved = errno;
+    record_launch(WS_API_cudaLaunchKernel, rc, func, grid, block, smem, stream);
+    hook_leave(saved);
+    return rc;
+}
+
+WS_EXPORT cudaError_t cudaLaunchCooperativeKernel(const void *func, dim3 grid, dim3 block, void **args,
+                                                  size_t smem, cudaStream_t stream)
+{
+    __typeof__(real.cudaLaunchCooperativeKernel) fn = REAL(cudaLaunchCooperativeKernel);
+    if (!fn)
+        return MISSING;
+    if (!hook_enter())
+        return fn(func, grid, block, args, smem, stream);
+    cudaError_t rc = fn(func, grid, block, args, smem, stream);
+    int saved = errno;
+    record_launch(WS_API_cudaLaunchCooperativeKernel, rc, func, grid, block, smem, stream);
+    hook_leave(saved);
+    return rc;
+}
+
+WS_EXPORT cudaError_t cudaLaunchKernelExC(const cudaLaunchConfig_t *config, const void *func, void **args)
+{
+    __typeof__(real.cudaLaunchKernelExC) fn = REAL(cudaLaunchKernelExC);
+    if (!fn)
+        return MISSING;
+    if (!hook_enter())
+        return fn(config, func, args);
+    cudaError_t rc = fn(config, func, args);
+    int saved = errno;
+    if (config)
+        record_launch(WS_API_cudaLaunchKernelExC, rc, func, config->gridDim, config->blockDim,
+                      config->dynamicSmemBytes, config->stream);
+    else
+        record_launch(WS_API_cudaLaunchKernelExC, rc, func, (dim3){0, 0, 0}, (dim3){0, 0, 0}, 0, 0);
+    hook_leave(saved);
+    return rc;
+}
+
+WS_EXPORT cudaError_t __cudaLaunchKernel(cudaKernel_t kernel, dim3 grid, dim3 block, void **args, size_t smem,
+                                         cudaStream_t stream)
+{
+    __typeof__(real.__cudaLaunchKernel) fn = REAL(__cudaLaunchKernel);
+    if (!fn)
+        return MISSING;
+    if (!hook_enter())
+        return fn(kernel, grid, block, args, smem, stream);
+    cudaError_t rc = fn(kernel, grid, block, args, smem, stream);
+    int saved = errno;
+    record_launch(WS_API___cudaLaunchKernel, rc, kernel, grid, block, smem, stream);
+    hook_leave(saved);
+    return rc;
+}
+
+WS_EXPORT cudaError_t __cudaLaunchKernel_ptsz(cudaKernel_t kernel, dim3 grid, dim3 block, void **args,
+                                              size_t smem, cudaStream_t stream)
+{
+    __typeof__(real.__cudaLaunchKernel_ptsz) fn = REAL(__cudaLaunchKernel_ptsz);
+    if (!fn)
+        return MISSING;
+    if (!hook_enter())
+        return fn(kernel, grid, block, args, smem, stream);
+    cudaError_t rc = fn(kernel, grid, block, args, smem, stream);
+    int saved = errno;
+    record_launch(WS_API___cudaLaunchKernel_ptsz, rc, kernel, grid, block, smem, stream);
+    hook_leave(saved);
+    return rc;
+}
+
+WS_EXPORT cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t stream)
+{
+    __typeof__(real.cudaGraphLaunch) fn = REAL(cudaGraphLaunch);
+    if (!fn)
+        return MISSING;
+    if (!hook_enter())
+        return fn(exec, stream);
+    cudaError_t rc = fn(exec, stream);
+    int saved = errno;
+    struct ws_rec *r = ws_rec_reserve(1);
+    if (r) {
+        memset(r, 0, sizeof *r);
+        r->type = WS_REC_GRAPH_LAUNCH;
+        r->api = WS_API_cudaGraphLaunch;
+        r->status = (int32_t)rc;
+        r->ns = ws_now();
+        r->u[0] = (uint64_t)(uintptr_t)exec;
+        r->u[3] = (uint64_t)(uintptr_t)stream;
+        r->u[5] = (uint64_t)(uint32_t)current_device;
+        ws_rec_commit(1);
+    }
+    hook_leave(saved);
+    return rc;
+}
+
+/* ---- kernel names -------------------------------------------------------------------------- */
+
+static void record_symbol(const void *addr, const char *name, uint64_t alias_of, uint64_t priority)
+{
+    uint32_t n;
+    struct ws_rec *r = ws_rec_with_string(WS_REC_SYMBOL, name, &n);
+    if (!r)
+        return;
+    r->u[0] = (uint64_t)(uintptr_t)addr;
+    r->u[2] = alias_of;
+    r->u[3] = priority;
+    ws_rec_commit(n);
+}
+
+/* Every nvcc-built module names its kernels here from a constructor: host stub -> device name. */
+WS_EXPORT void __cudaRegisterFunction(void **fat_cubin, const char *host_fun, char *device_fun,
+                                      const char *device_name, int thread_limit, uint3 *tid, uint3 *bid,
+                                      dim3 *bdim, dim3 *gdim, int *wsize)
+{
+    __typeof__(real.__cudaRegisterFunction) fn = REAL(__cudaRegisterFunction);
+    if (fn)
+        fn(fat_cubin, host_fun, device_fun, device_name, thread_limit, tid, bid, bdim, gdim, wsize);
+    if (!hook_enter())
+        return;
+    int saved = errno;
+    record_symbol(host_fun, device_name ? device_name : device_fun, 0, 1);
+    hook_leave(saved);
+}
+
+/* nvcc 13 launches through a cudaKernel_t handle: remember which host stub it stands for. */
+WS_EXPORT cudaError_t __cudaGetKernel(cudaKernel_t *kernel, const void *host_fun)
+{
+    __typeof__(real.__cudaGetKernel) fn = REAL(__cudaGetKernel);
+    if (!fn)
+        return MISSING;
+    cudaError_t rc = fn(kernel, host_fun);
+    if (rc != cudaSuccess || !kernel || !hook_enter())
+        return rc;
+    int saved = errno;
+    record_symbol(*kernel, "", (uint64_t)(uintptr_t)host_fun, 2);
+    hook_leave(saved);
+    return rc;
+}
+
+/* A launched function is named once per thread (a small direct-mapped cache of what was named);
+ * host functions on the simulated device are named from the dynamic symbol table. */
+static WS_TLS const void *named_cache[16];
+
+void ws_note_function(const void *fn)
+{
+    unsigned slot = (unsigned)(((uintptr_t)fn >> 4) & 15u);
+    if (named_cache[slot] == fn)
+        return;
+    named_cache[slot] = fn;
+    Dl_info info;
+    if (fn && dladdr(fn, &info) && info.dli_sname && info.dli_saddr == fn)
+        record_symbol(fn, info.dli_sname, 0, 0);
+}

@@ -1,0 +1,84 @@
+/*
+ * Internal interface of libwstrace.so: start-up, configuration, and the per-thread record
+ * buffer that every hook writes into.
+ */
+#ifndef WS_TRACER_H
+#define WS_TRACER_H
+
+#include <errno.h>
+#include <stdint.h>
+#include <string.h>
+#include <time.h>
+
+#include "spool_format.h"
+
+#define WS_EXPORT __attribute__((visibility("default")))
+#define WS_TLS __thread __attribute__((tls_model("initial-exec")))
+
+/* Per-thread state.  `recs` points into the thread's current mmap'd chunk. */
+struct ws_thread {
+    struct ws_chunk_header *chunk; /* NULL until the first record, or after fork */
+    struct ws_rec *recs;
+    uint32_t used;
+    uint32_t serial;
+    uint64_t seq;
+    uint32_t in_hook; /* re-entry guard: work inside a hook is never traced twice */
+    int32_t nvtx_depth;
+    uint64_t generation; /* spool generation the chunk belongs to (changes on fork) */
+};
+
+extern WS_TLS struct ws_thread ws_self;
+extern int ws_enabled; /* 0 when tracing is off: hooks only forward */
+
+/* Slow path: map a fresh chunk for the calling thread.  Returns 0 or -1 (record lost). */
+int ws_spool_next_chunk(struct ws_thread *t);
+void ws_count_lost(uint64_t n);
+void ws_count_truncated(void);
+
+static inline uint64_t ws_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/*
+ * Reserve n contiguous records in the calling thread's chunk; publish them with
+ * ws_rec_commit().  The pair is the writer half of the handoff that ws_spool_read()
+ * (collector/spool_reader.c) reads: records become visible only through the release store.
+ */
+static inline struct ws_rec *ws_rec_reserve(uint32_t n)
+{
+    struct ws_thread *t = &ws_self;
+    if (__builtin_expect(!t->chunk || t->used + n > WS_CHUNK_RECS, 0)) {
+        if (n > WS_CHUNK_RECS || ws_spool_next_chunk(t) != 0) {
+            ws_count_lost(1);
+            return NULL;
+        }
+    }
+    return &t->recs[t->used];
+}
+
+static inline void ws_rec_commit(uint32_t n)
+{
+    struct ws_thread *t = &ws_self;
+    t->used += n;
+    __atomic_store_n(&t->chunk->committed, t->used, __ATOMIC_RELEASE);
+}
+
+/* A record with a string payload of len bytes (truncated at WS_MAX_STRING). */
+struct ws_rec *ws_rec_string(uint8_t type, const char *s, size_t len, uint32_t *nrecs);
+
+/* Record a string-carrying event in one call; returns the head record or NULL. */
+static inline struct ws_rec *ws_rec_with_string(uint8_t type, const char *s, uint32_t *nrecs)
+{
+    return ws_rec_string(type, s ? s : "", s ? strlen(s) : 0, nrecs);
+}
+
+void ws_tracer_start(void);
+void ws_tracer_stop(void);
+
+/* Called by the hooks when a function pointer is launched: records its symbol once per thread. */
+void ws_note_function(const void *fn);
+
+#endif
