@@ -1,0 +1,172 @@
+/* The one simulated device: an H100-like part (compute capability 9.0, 132 SMs) whose global
+ * memory is the configured capacity. Attributes read the same table as the properties, so the two
+ * never disagree. */
+#include <string.h>
+
+#include "sim_internal.h"
+
+static _Thread_local int current_device = 0;
+
+cudaError_t cudaGetDeviceCount(int *count)
+{
+    if (!count)
+        return sim_result(cudaErrorInvalidValue);
+    *count = 1;
+    return cudaSuccess;
+}
+
+cudaError_t cudaSetDevice(int device)
+{
+    if (device != 0)
+        return sim_result(cudaErrorInvalidDevice);
+    current_device = device;
+    return cudaSuccess;
+}
+
+cudaError_t cudaGetDevice(int *device)
+{
+    if (!device)
+        return sim_result(cudaErrorInvalidValue);
+    *device = current_device;
+    return cudaSuccess;
+}
+
+cudaError_t cudaRuntimeGetVersion(int *runtimeVersion)
+{
+    if (!runtimeVersion)
+        return sim_result(cudaErrorInvalidValue);
+    *runtimeVersion = CUDART_VERSION;
+    return cudaSuccess;
+}
+
+/* The simulated driver is exactly as new as the runtime, so version checks in programs pass. */
+cudaError_t cudaDriverGetVersion(int *driverVersion)
+{
+    if (!driverVersion)
+        return sim_result(cudaErrorInvalidValue);
+    *driverVersion = CUDART_VERSION;
+    return cudaSuccess;
+}
+
+void sim_fill_properties(struct cudaDeviceProp *p)
+{
+    memset(p, 0, sizeof *p);
+    strncpy(p->name, "wstrace simulated device", sizeof p->name - 1);
+    memcpy(p->uuid.bytes, "wssim-device-000", sizeof p->uuid.bytes);
+    p->totalGlobalMem = (size_t)sim_capacity();
+    p->sharedMemPerBlock = 48 * 1024;
+    p->regsPerBlock = 65536;
+    p->warpSize = 32;
+    p->memPitch = 2147483647;
+    p->maxThreadsPerBlock = 1024;
+    p->maxThreadsDim[0] = 1024, p->maxThreadsDim[1] = 1024, p->maxThreadsDim[2] = 64;
+    p->maxGridSize[0] = 2147483647, p->maxGridSize[1] = 65535, p->maxGridSize[2] = 65535;
+    p->totalConstMem = 64 * 1024;
+    p->major = 9;
+    p->minor = 0;
+    p->textureAlignment = 512;
+    p->texturePitchAlignment = 32;
+    p->multiProcessorCount = 132;
+    p->canMapHostMemory = 1;
+    p->surfaceAlignment = 512;
+    p->concurrentKernels = 1;
+    p->asyncEngineCount = 2;
+    p->unifiedAddressing = 1;
+    p->memoryBusWidth = 5120;
+    p->l2CacheSize = 50 * 1024 * 1024;
+    p->persistingL2CacheMaxSize = 32 * 1024 * 1024;
+    p->maxThreadsPerMultiProcessor = 2048;
+    p->streamPrioritiesSupported = 1;
+    p->globalL1CacheSupported = 1;
+    p->localL1CacheSupported = 1;
+    p->sharedMemPerMultiprocessor = 228 * 1024;
+    p->regsPerMultiprocessor = 65536;
+    p->managedMemory = 1;
+    p->pageableMemoryAccess = 1;
+    p->concurrentManagedAccess = 1;
+    p->directManagedMemAccessFromHost = 1;
+    p->computePreemptionSupported = 1;
+    p->cooperativeLaunch = 1;
+    p->sharedMemPerBlockOptin = 227 * 1024;
+    p->maxBlocksPerMultiProcessor = 32;
+    p->reservedSharedMemPerBlock = 1024;
+    p->memoryPoolsSupported = 1;
+    p->clusterLaunch = 1;
+}
+
+cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp *prop, int device)
+{
+    if (!prop)
+        return sim_result(cudaErrorInvalidValue);
+    if (device != 0)
+        return sim_result(cudaErrorInvalidDevice);
+    sim_fill_properties(prop);
+    return cudaSuccess;
+}
+
+/* Maps an attribute to its property; returns 0 when the attribute is not simulated. */
+static int attribute_value(const struct cudaDeviceProp *p, enum cudaDeviceAttr attr, int *value)
+{
+    switch (attr) {
+    case cudaDevAttrMaxThreadsPerBlock: *value = p->maxThreadsPerBlock; return 1;
+    case cudaDevAttrMaxBlockDimX: *value = p->maxThreadsDim[0]; return 1;
+    case cudaDevAttrMaxBlockDimY: *value = p->maxThreadsDim[1]; return 1;
+    case cudaDevAttrMaxBlockDimZ: *value = p->maxThreadsDim[2]; return 1;
+    case cudaDevAttrMaxGridDimX: *value = p->maxGridSize[0]; return 1;
+    case cudaDevAttrMaxGridDimY: *value = p->maxGridSize[1]; return 1;
+    case cudaDevAttrMaxGridDimZ: *value = p->maxGridSize[2]; return 1;
+    case cudaDevAttrMaxSharedMemoryPerBlock: *value = (int)p->sharedMemPerBlock; return 1;
+    case cudaDevAttrTotalConstantMemory: *value = (int)p->totalConstMem; return 1;
+    case cudaDevAttrWarpSize: *value = p->warpSize; return 1;
+    case cudaDevAttrMaxPitch: *value = (int)p->memPitch; return 1;
+    case cudaDevAttrMaxRegistersPerBlock: *value = p->regsPerBlock; return 1;
+    case cudaDevAttrClockRate: *value = 1980000; return 1; /* kHz */
+    case cudaDevAttrMemoryClockRate: *value = 2619000; return 1;
+    case cudaDevAttrTextureAlignment: *value = (int)p->textureAlignment; return 1;
+    case cudaDevAttrMultiProcessorCount: *value = p->multiProcessorCount; return 1;
+    case cudaDevAttrIntegrated: *value = p->integrated; return 1;
+    case cudaDevAttrCanMapHostMemory: *value = p->canMapHostMemory; return 1;
+    case cudaDevAttrComputeMode: *value = cudaComputeModeDefault; return 1;
+    case cudaDevAttrConcurrentKernels: *value = p->concurrentKernels; return 1;
+    case cudaDevAttrEccEnabled: *value = p->ECCEnabled; return 1;
+    case cudaDevAttrPciBusId: *value = p->pciBusID; return 1;
+    case cudaDevAttrPciDeviceId: *value = p->pciDeviceID; return 1;
+    case cudaDevAttrPciDomainId: *value = p->pciDomainID; return 1;
+    case cudaDevAttrGlobalMemoryBusWidth: *value = p->memoryBusWidth; return 1;
+    case cudaDevAttrL2CacheSize: *value = p->l2CacheSize; return 1;
+    case cudaDevAttrMaxThreadsPerMultiProcessor: *value = p->maxThreadsPerMultiProcessor; return 1;
+    case cudaDevAttrAsyncEngineCount: *value = p->asyncEngineCount; return 1;
+    case cudaDevAttrUnifiedAddressing: *value = p->unifiedAddressing; return 1;
+    case cudaDevAttrComputeCapabilityMajor: *value = p->major; return 1;
+    case cudaDevAttrComputeCapabilityMinor: *value = p->minor; return 1;
+    case cudaDevAttrStreamPrioritiesSupported: *value = p->streamPrioritiesSupported; return 1;
+    case cudaDevAttrMaxSharedMemoryPerMultiprocessor:
+        *value = (int)p->sharedMemPerMultiprocessor;
+        return 1;
+    case cudaDevAttrMaxRegistersPerMultiprocessor: *value = p->regsPerMultiprocessor; return 1;
+    case cudaDevAttrManagedMemory: *value = p->managedMemory; return 1;
+    case cudaDevAttrPageableMemoryAccess: *value = p->pageableMemoryAccess; return 1;
+    case cudaDevAttrConcurrentManagedAccess: *value = p->concurrentManagedAccess; return 1;
+    case cudaDevAttrCooperativeLaunch: *value = p->cooperativeLaunch; return 1;
+    case cudaDevAttrMaxSharedMemoryPerBlockOptin: *value = (int)p->sharedMemPerBlockOptin; return 1;
+    case cudaDevAttrMaxBlocksPerMultiprocessor: *value = p->maxBlocksPerMultiProcessor; return 1;
+    case cudaDevAttrMaxPersistingL2CacheSize: *value = p->persistingL2CacheMaxSize; return 1;
+    case cudaDevAttrReservedSharedMemoryPerBlock:
+        *value = (int)p->reservedSharedMemPerBlock;
+        return 1;
+    case cudaDevAttrMemoryPoolsSupported: *value = p->memoryPoolsSupported; return 1;
+    case cudaDevAttrClusterLaunch: *value = p->clusterLaunch; return 1;
+    default: return 0;
+    }
+}
+
+cudaError_t cudaDeviceGetAttribute(int *value, enum cudaDeviceAttr attr, int device)
+{
+    struct cudaDeviceProp prop;
+    if (!value)
+        return sim_result(cudaErrorInvalidValue);
+    if (device != 0)
+        return sim_result(cudaErrorInvalidDevice);
+    sim_fill_properties(&prop);
+    return attribute_value(&prop, attr, value) ? cudaSuccess : sim_result(cudaErrorInvalidValue);
+}

@@ -1,0 +1,297 @@
+/* Kernel launches. On the simulated device a kernel is a host function void f(void **args).
+ *
+ * Two ways in: cudaLaunchKernel & co. with func either such a host function or an nvcc host stub;
+ * and nvcc 13's own path, where a stub calls __cudaGetKernel once and then __cudaLaunchKernel with
+ * the handle. nvcc-built modules announce their stubs from a constructor through
+ * __cudaRegisterFunction(hostFun -> deviceName); wssim_register_host_kernel() gives the host
+ * implementation for a device name. A launch resolves stub or handle -> name -> host function. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim_internal.h"
+
+typedef void (*sim_host_kernel_fn)(void **args);
+
+/* A stub registered by __cudaRegisterFunction; its address is also the cudaKernel_t handle. */
+struct sim_function {
+    struct sim_function *next;
+    void **module;
+    const void *host_fun;
+    char *device_name;
+};
+
+struct sim_host_kernel {
+    struct sim_host_kernel *next;
+    char *device_name;
+    sim_host_kernel_fn fn;
+};
+
+/* Both lists are guarded by sim_lock. */
+static struct sim_function *functions;
+static struct sim_host_kernel *host_kernels;
+
+static struct sim_host_kernel *find_host_kernel(const char *device_name)
+{
+    for (struct sim_host_kernel *k = host_kernels; k; k = k->next)
+        if (strcmp(k->device_name, device_name) == 0)
+            return k;
+    return NULL;
+}
+
+int wssim_register_host_kernel(const char *device_name, void (*fn)(void **args))
+{
+    if (!device_name || !fn)
+        return -1;
+    pthread_mutex_lock(&sim_lock);
+    struct sim_host_kernel *k = find_host_kernel(device_name);
+    if (!k && (k = calloc(1, sizeof *k)) != NULL) {
+        k->device_name = strdup(device_name);
+        if (!k->device_name) {
+            free(k);
+            k = NULL;
+        } else {
+            k->next = host_kernels;
+            host_kernels = k;
+        }
+    }
+    if (k)
+        k->fn = fn;
+    pthread_mutex_unlock(&sim_lock);
+    return k ? 0 : -1;
+}
+
+/* ---- registration entry points called by nvcc-generated constructors ---- */
+
+void **__cudaRegisterFatBinary(void *fatCubin)
+{
+    void **module = malloc(sizeof *module);
+    if (!module)
+        return NULL;
+    *module = fatCubin;
+    pthread_mutex_lock(&sim_lock);
+    int rc = sim_table_put(module, SIM_MODULE, 0, module);
+    pthread_mutex_unlock(&sim_lock);
+    if (rc != 0) {
+        free(module);
+        return NULL;
+    }
+    return module;
+}
+
+void __cudaRegisterFatBinaryEnd(void **fatCubinHandle)
+{
+    (void)fatCubinHandle; /* nothing to link: there is no device code */
+}
+
+char __cudaInitModule(void **fatCubinHandle)
+{
+    (void)fatCubinHandle;
+    return 1;
+}
+
+void __cudaRegisterVar(void **fatCubinHandle, char *hostVar, char *deviceAddress,
+                       const char *deviceName, int ext, size_t size, int constant, int global)
+{
+    /* A __device__ variable's host shadow is the variable on the simulated device. */
+    (void)fatCubinHandle, (void)hostVar, (void)deviceAddress, (void)deviceName;
+    (void)ext, (void)size, (void)constant, (void)global;
+}
+
+static void forget_function_locked(struct sim_function *f)
+{
+    /* The stub may have been registered again by a later module; that mapping stays. */
+    struct sim_entry *stub = sim_table_get(f->host_fun);
+    if (stub && stub->data == f)
+        sim_table_del(f->host_fun);
+    sim_table_del(f);
+    free(f->device_name);
+    free(f);
+}
+
+void __cudaRegisterFunction(void **fatCubinHandle, const char *hostFun, char *deviceFun,
+                            const char *deviceName, int thread_limit, uint3 *tid, uint3 *bid,
+                            dim3 *bDim, dim3 *gDim, int *wSize)
+{
+    (void)deviceFun, (void)thread_limit, (void)tid, (void)bid, (void)bDim, (void)gDim, (void)wSize;
+    if (!hostFun || !deviceName)
+        return;
+    struct sim_function *f = calloc(1, sizeof *f);
+    char *name = strdup(deviceName);
+    if (!f || !name) { /* the kernel stays unknown: its launches fail, nothing else does */
+        free(f);
+        free(name);
+        return;
+    }
+    *f = (struct sim_function){.module = fatCubinHandle, .host_fun = hostFun, .device_name = name};
+    pthread_mutex_lock(&sim_lock);
+    struct sim_entry *old = sim_table_get(hostFun);
+    if (old && old->kind == SIM_STUB) /* the same stub again: the newer registration wins */
+        sim_table_del(hostFun);
+    if (sim_table_put(hostFun, SIM_STUB, 0, f) == 0 && sim_table_put(f, SIM_KERNEL, 0, f) == 0) {
+        f->next = functions;
+        functions = f;
+    } else {
+        sim_table_del(hostFun);
+        free(name);
+        free(f);
+    }
+    pthread_mutex_unlock(&sim_lock);
+}
+
+void __cudaUnregisterFatBinary(void **fatCubinHandle)
+{
+    pthread_mutex_lock(&sim_lock);
+    int known = sim_table_has(fatCubinHandle, SIM_MODULE);
+    if (known) {
+        struct sim_function **link = &functions;
+        while (*link) {
+            struct sim_function *f = *link;
+            if (f->module == fatCubinHandle) {
+                *link = f->next;
+                forget_function_locked(f);
+            } else {
+                link = &f->next;
+            }
+        }
+        sim_table_del(fatCubinHandle);
+    }
+    pthread_mutex_unlock(&sim_lock);
+    if (known)
+        free(fatCubinHandle);
+}
+
+/* ---- launch configuration pushed by <<<...>>> and popped by the stub, per host thread ---- */
+
+struct launch_config {
+    dim3 grid, block;
+    size_t shared_mem;
+    cudaStream_t stream;
+};
+
+enum { CONFIG_STACK_DEPTH = 16 };
+static _Thread_local struct launch_config config_stack[CONFIG_STACK_DEPTH];
+static _Thread_local unsigned config_depth;
+
+unsigned __cudaPushCallConfiguration(dim3 gridDim, dim3 blockDim, size_t sharedMem,
+                                     struct CUstream_st *stream)
+{
+    if (config_depth == CONFIG_STACK_DEPTH)
+        return 1;
+    config_stack[config_depth++] = (struct launch_config){gridDim, blockDim, sharedMem, stream};
+    return 0;
+}
+
+cudaError_t __cudaPopCallConfiguration(dim3 *gridDim, dim3 *blockDim, size_t *sharedMem,
+                                       void *stream)
+{
+    if (config_depth == 0)
+        return sim_result(cudaErrorMissingConfiguration);
+    const struct launch_config *c = &config_stack[--config_depth];
+    *gridDim = c->grid;
+    *blockDim = c->block;
+    *sharedMem = c->shared_mem;
+    *(cudaStream_t *)stream = c->stream;
+    return cudaSuccess;
+}
+
+cudaError_t __cudaGetKernel(cudaKernel_t *kernel, const void *hostFun)
+{
+    if (!kernel)
+        return sim_result(cudaErrorInvalidValue);
+    pthread_mutex_lock(&sim_lock);
+    struct sim_entry *e = sim_table_get(hostFun);
+    struct sim_function *f = e && e->kind == SIM_STUB ? e->data : NULL;
+    pthread_mutex_unlock(&sim_lock);
+    if (!f)
+        return sim_result(cudaErrorInvalidDeviceFunction);
+    *kernel = (cudaKernel_t)f;
+    return cudaSuccess;
+}
+
+/* ---- launching ---- */
+
+/* Limits of sim_fill_properties: a launch the device would refuse is refused here too. */
+static int config_valid(dim3 grid, dim3 block)
+{
+    uint64_t threads = (uint64_t)block.x * block.y * block.z;
+    if (grid.x == 0 || grid.y == 0 || grid.z == 0 || threads == 0 || threads > 1024)
+        return 0;
+    if (grid.x > 2147483647u || grid.y > 65535 || grid.z > 65535)
+        return 0;
+    return block.x <= 1024 && block.y <= 1024 && block.z <= 64;
+}
+
+/* Resolves what a launch names to the host function that runs it, with sim_lock held:
+ * a registered stub or kernel handle goes through its device name; anything else is taken to be
+ * a host kernel itself. Returns NULL when a registered kernel has no host implementation. */
+static sim_host_kernel_fn resolve_locked(const void *func)
+{
+    struct sim_entry *e = sim_table_get(func);
+    if (e && (e->kind == SIM_STUB || e->kind == SIM_KERNEL)) {
+        const struct sim_function *f = e->data;
+        const struct sim_host_kernel *k = find_host_kernel(f->device_name);
+        return k ? k->fn : NULL;
+    }
+    if (e) /* memory, a stream or another handle is not code */
+        return NULL;
+    return (sim_host_kernel_fn)func;
+}
+
+static cudaError_t launch(const void *func, dim3 grid, dim3 block, void **args,
+                          cudaStream_t stream)
+{
+    if (!func)
+        return sim_result(cudaErrorInvalidDeviceFunction);
+    if (!config_valid(grid, block))
+        return sim_result(cudaErrorInvalidConfiguration);
+    if (!sim_stream_valid(stream))
+        return sim_result(cudaErrorInvalidResourceHandle);
+    pthread_mutex_lock(&sim_lock);
+    sim_host_kernel_fn fn = resolve_locked(func);
+    if (fn)
+        sim_stats.launches++;
+    pthread_mutex_unlock(&sim_lock);
+    if (!fn)
+        return sim_result(cudaErrorInvalidDeviceFunction);
+    fn(args); /* outside the lock: a kernel may call the runtime */
+    return cudaSuccess;
+}
+
+cudaError_t cudaLaunchKernel(const void *func, dim3 gridDim, dim3 blockDim, void **args,
+                             size_t sharedMem, cudaStream_t stream)
+{
+    (void)sharedMem;
+    return launch(func, gridDim, blockDim, args, stream);
+}
+
+cudaError_t cudaLaunchCooperativeKernel(const void *func, dim3 gridDim, dim3 blockDim,
+                                        void **args, size_t sharedMem, cudaStream_t stream)
+{
+    (void)sharedMem;
+    return launch(func, gridDim, blockDim, args, stream);
+}
+
+cudaError_t cudaLaunchKernelExC(const cudaLaunchConfig_t *config, const void *func, void **args)
+{
+    if (!config)
+        return sim_result(cudaErrorInvalidValue);
+    return launch(func, config->gridDim, config->blockDim, args, config->stream);
+}
+
+/* Only registered handles are launched: a handle is never called as a function. */
+cudaError_t __cudaLaunchKernel(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim, void **args,
+                               size_t sharedMem, cudaStream_t stream)
+{
+    (void)sharedMem;
+    pthread_mutex_lock(&sim_lock);
+    int known = kernel && sim_table_has(kernel, SIM_KERNEL);
+    pthread_mutex_unlock(&sim_lock);
+    if (!known)
+        return sim_result(cudaErrorInvalidDeviceFunction);
+    return launch(kernel, gridDim, blockDim, args, stream);
+}
+
+SIM_ALIAS(__cudaLaunchKernel_ptsz, __cudaLaunchKernel);
+SIM_ALIAS(cudaLaunchKernel_ptsz, cudaLaunchKernel);
+SIM_ALIAS(cudaLaunchCooperativeKernel_ptsz, cudaLaunchCooperativeKernel);
+SIM_ALIAS(cudaLaunchKernelExC_ptsz, cudaLaunchKernelExC);

@@ -1,0 +1,243 @@
+/* Streams, events and graphs. Work runs synchronously on the calling thread, so a stream is only
+ * a handle to validate, synchronisation is immediate, and an event is a timestamp. */
+#include <stdlib.h>
+#include <time.h>
+
+#include "sim_internal.h"
+
+struct sim_stream {
+    unsigned flags;
+};
+
+struct sim_event {
+    unsigned flags;
+    int recorded;
+    struct timespec when;
+};
+
+/* Takes its own lock: callers validate before doing their work. */
+int sim_stream_valid(cudaStream_t stream)
+{
+    if (stream == NULL || stream == cudaStreamLegacy || stream == cudaStreamPerThread)
+        return 1;
+    pthread_mutex_lock(&sim_lock);
+    int ok = sim_table_has(stream, SIM_STREAM);
+    pthread_mutex_unlock(&sim_lock);
+    return ok;
+}
+
+/* Registers a freshly allocated handle; frees it and reports out-of-memory when that fails. */
+static cudaError_t register_handle(void *handle, enum sim_kind kind)
+{
+    if (!handle)
+        return sim_result(cudaErrorMemoryAllocation);
+    pthread_mutex_lock(&sim_lock);
+    int rc = sim_table_put(handle, kind, 0, handle);
+    pthread_mutex_unlock(&sim_lock);
+    if (rc != 0) {
+        free(handle);
+        return sim_result(cudaErrorMemoryAllocation);
+    }
+    return cudaSuccess;
+}
+
+/* Unregisters and frees a handle of the given kind; an unknown handle fails with unknown_err. */
+static cudaError_t destroy_handle(void *handle, enum sim_kind kind, cudaError_t unknown_err)
+{
+    pthread_mutex_lock(&sim_lock);
+    int known = handle && sim_table_has(handle, kind);
+    if (known)
+        sim_table_del(handle);
+    pthread_mutex_unlock(&sim_lock);
+    if (!known)
+        return sim_result(unknown_err);
+    free(handle);
+    return cudaSuccess;
+}
+
+cudaError_t cudaStreamCreateWithFlags(cudaStream_t *pStream, unsigned int flags)
+{
+    if (!pStream || (flags & ~(unsigned)cudaStreamNonBlocking) != 0)
+        return sim_result(cudaErrorInvalidValue);
+    struct sim_stream *s = malloc(sizeof *s);
+    if (s)
+        s->flags = flags;
+    cudaError_t err = register_handle(s, SIM_STREAM);
+    if (err == cudaSuccess)
+        *pStream = (cudaStream_t)s;
+    return err;
+}
+
+cudaError_t cudaStreamCreate(cudaStream_t *pStream)
+{
+    return cudaStreamCreateWithFlags(pStream, cudaStreamDefault);
+}
+
+cudaError_t cudaStreamDestroy(cudaStream_t stream)
+{
+    return destroy_handle(stream, SIM_STREAM, cudaErrorInvalidResourceHandle);
+}
+
+cudaError_t cudaStreamSynchronize(cudaStream_t stream)
+{
+    return sim_stream_valid(stream) ? cudaSuccess : sim_result(cudaErrorInvalidResourceHandle);
+}
+
+cudaError_t cudaStreamQuery(cudaStream_t stream)
+{
+    return cudaStreamSynchronize(stream);
+}
+
+cudaError_t cudaDeviceSynchronize(void)
+{
+    return cudaSuccess;
+}
+
+cudaError_t cudaEventCreateWithFlags(cudaEvent_t *event, unsigned int flags)
+{
+    unsigned known = cudaEventBlockingSync | cudaEventDisableTiming | cudaEventInterprocess;
+    if (!event || (flags & ~known) != 0)
+        return sim_result(cudaErrorInvalidValue);
+    struct sim_event *e = calloc(1, sizeof *e);
+    if (e)
+        e->flags = flags;
+    cudaError_t err = register_handle(e, SIM_EVENT);
+    if (err == cudaSuccess)
+        *event = (cudaEvent_t)e;
+    return err;
+}
+
+cudaError_t cudaEventCreate(cudaEvent_t *event)
+{
+    return cudaEventCreateWithFlags(event, cudaEventDefault);
+}
+
+cudaError_t cudaEventDestroy(cudaEvent_t event)
+{
+    return destroy_handle(event, SIM_EVENT, cudaErrorInvalidResourceHandle);
+}
+
+cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream)
+{
+    if (!sim_stream_valid(stream))
+        return sim_result(cudaErrorInvalidResourceHandle);
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    pthread_mutex_lock(&sim_lock);
+    int known = sim_table_has(event, SIM_EVENT);
+    if (known) {
+        struct sim_event *e = (struct sim_event *)event;
+        e->recorded = 1;
+        e->when = now;
+    }
+    pthread_mutex_unlock(&sim_lock);
+    return known ? cudaSuccess : sim_result(cudaErrorInvalidResourceHandle);
+}
+
+static cudaError_t check_event(cudaEvent_t event)
+{
+    pthread_mutex_lock(&sim_lock);
+    int known = sim_table_has(event, SIM_EVENT);
+    pthread_mutex_unlock(&sim_lock);
+    return known ? cudaSuccess : sim_result(cudaErrorInvalidResourceHandle);
+}
+
+cudaError_t cudaEventSynchronize(cudaEvent_t event)
+{
+    return check_event(event);
+}
+
+cudaError_t cudaEventQuery(cudaEvent_t event)
+{
+    return check_event(event);
+}
+
+cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned int flags)
+{
+    (void)flags;
+    if (!sim_stream_valid(stream))
+        return sim_result(cudaErrorInvalidResourceHandle);
+    return check_event(event);
+}
+
+/* Both events must exist, be recorded and keep timing data, as cudaEventElapsedTime documents. */
+cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t start, cudaEvent_t end)
+{
+    if (!ms)
+        return sim_result(cudaErrorInvalidValue);
+    pthread_mutex_lock(&sim_lock);
+    int known = sim_table_has(start, SIM_EVENT) && sim_table_has(end, SIM_EVENT);
+    struct sim_event a = known ? *(struct sim_event *)start : (struct sim_event){0};
+    struct sim_event b = known ? *(struct sim_event *)end : (struct sim_event){0};
+    pthread_mutex_unlock(&sim_lock);
+    if (!known || !a.recorded || !b.recorded)
+        return sim_result(cudaErrorInvalidResourceHandle);
+    if ((a.flags | b.flags) & cudaEventDisableTiming)
+        return sim_result(cudaErrorInvalidResourceHandle);
+    double delta = (double)(b.when.tv_sec - a.when.tv_sec) * 1e3 +
+                   (double)(b.when.tv_nsec - a.when.tv_nsec) / 1e6;
+    *ms = (float)delta;
+    return cudaSuccess;
+}
+
+/* ---- graphs: only empty graphs can be built here, so a graph is a handle and launching one does
+ * nothing beyond validating it ---- */
+
+struct sim_graph {
+    unsigned flags;
+};
+
+cudaError_t cudaGraphCreate(cudaGraph_t *pGraph, unsigned int flags)
+{
+    if (!pGraph || flags != 0)
+        return sim_result(cudaErrorInvalidValue);
+    struct sim_graph *g = calloc(1, sizeof *g);
+    cudaError_t err = register_handle(g, SIM_GRAPH);
+    if (err == cudaSuccess)
+        *pGraph = (cudaGraph_t)g;
+    return err;
+}
+
+cudaError_t cudaGraphDestroy(cudaGraph_t graph)
+{
+    return destroy_handle(graph, SIM_GRAPH, cudaErrorInvalidValue);
+}
+
+cudaError_t cudaGraphInstantiate(cudaGraphExec_t *pGraphExec, cudaGraph_t graph,
+                                 unsigned long long flags)
+{
+    (void)flags;
+    if (!pGraphExec)
+        return sim_result(cudaErrorInvalidValue);
+    pthread_mutex_lock(&sim_lock);
+    int known = sim_table_has(graph, SIM_GRAPH);
+    pthread_mutex_unlock(&sim_lock);
+    if (!known)
+        return sim_result(cudaErrorInvalidValue);
+    struct sim_graph *exec = calloc(1, sizeof *exec);
+    cudaError_t err = register_handle(exec, SIM_GRAPH_EXEC);
+    if (err == cudaSuccess)
+        *pGraphExec = (cudaGraphExec_t)exec;
+    return err;
+}
+
+cudaError_t cudaGraphLaunch(cudaGraphExec_t graphExec, cudaStream_t stream)
+{
+    if (!sim_stream_valid(stream))
+        return sim_result(cudaErrorInvalidResourceHandle);
+    pthread_mutex_lock(&sim_lock);
+    int known = sim_table_has(graphExec, SIM_GRAPH_EXEC);
+    pthread_mutex_unlock(&sim_lock);
+    return known ? cudaSuccess : sim_result(cudaErrorInvalidValue);
+}
+
+cudaError_t cudaGraphExecDestroy(cudaGraphExec_t graphExec)
+{
+    return destroy_handle(graphExec, SIM_GRAPH_EXEC, cudaErrorInvalidValue);
+}
+
+SIM_ALIAS(cudaStreamSynchronize_ptsz, cudaStreamSynchronize);
+SIM_ALIAS(cudaStreamQuery_ptsz, cudaStreamQuery);
+SIM_ALIAS(cudaEventRecord_ptsz, cudaEventRecord);
+SIM_ALIAS(cudaStreamWaitEvent_ptsz, cudaStreamWaitEvent);
+SIM_ALIAS(cudaGraphLaunch_ptsz, cudaGraphLaunch);
