@@ -18,21 +18,43 @@
 #include "version.h"
 
 enum {
-    ST_STRING, ST_RANGE, ST_ALLOC, ST_ERROR, ST_LAUNCH, ST_DECL, ST_RUN, ST_MARK, ST_DOMAIN, ST_REGSTR, ST_THREAD,
+    ST_STRING, ST_RANGE, ST_ERROR, ST_DECL, ST_RUN, ST_MARK, ST_DOMAIN, ST_REGSTR, ST_THREAD,
     ST_COUNT
 };
+
+/*
+ * The two tables that get a row per event are written in batches: one multi-row INSERT per
+ * BATCH_ROWS rows costs far less per row than a statement each (fewer VDBE runs and resets).
+ */
+#define BATCH_ROWS 64
+#define BATCH_MAX_COLS 18
+
+enum cell_kind { CELL_NULL, CELL_INT, CELL_TEXT };
+struct cell {
+    int kind;
+    int64_t i;
+    const char *t; /* static strings only: they must outlive the batch */
+};
+
+struct batch {
+    const char *table, *columns;
+    int ncols, rows, col;
+    sqlite3_stmt *multi, *single;
+    struct cell cells[BATCH_ROWS * BATCH_MAX_COLS];
+};
+
+#define ALLOC_COLUMNS                                                                                        \
+    "id, api, memory, device, address, requested_bytes, bytes, status, stream, thread_id, range_id, run_id, " \
+    "alloc_ns, free_ns, free_api, free_thread_id, free_range_id, free_stream"
+#define LAUNCH_COLUMNS                                                                                       \
+    "api, kernel_name_id, function, grid_x, grid_y, grid_z, block_x, block_y, block_z, shared_bytes, stream, " \
+    "status, thread_id, range_id, run_id, ns"
 
 static const char *const statement_sql[ST_COUNT] = {
     [ST_STRING] = "INSERT INTO strings(id, value) VALUES (?1, ?2)",
     [ST_RANGE] = "INSERT INTO ranges(id, thread_id, end_thread_id, name_id, domain_id, kind, source, parent_id, "
                  "depth, run_id, start_ns, end_ns) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12)",
-    [ST_ALLOC] = "INSERT INTO allocations(id, api, memory, device, address, requested_bytes, bytes, status, stream, "
-                 "thread_id, range_id, run_id, alloc_ns, free_ns, free_api, free_thread_id, free_range_id, "
-                 "free_stream) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18)",
     [ST_ERROR] = "INSERT INTO api_errors(api, status, address, thread_id, range_id, ns) VALUES (?1,?2,?3,?4,?5,?6)",
-    [ST_LAUNCH] = "INSERT INTO launches(api, kernel_name_id, function, grid_x, grid_y, grid_z, block_x, block_y, "
-                  "block_z, shared_bytes, stream, status, thread_id, range_id, run_id, ns) VALUES "
-                  "(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16)",
     [ST_DECL] = "INSERT INTO declarations(level, node_name_id, slot, bytes, alignment, thread_id, range_id, run_id, "
                 "ns) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9)",
     [ST_RUN] = "INSERT INTO runs(id, thread_id, shape_key_id, start_ns, end_ns) VALUES (?1,?2,?3,?4,?5)",
@@ -81,6 +103,7 @@ struct meta_kv {
 struct collector {
     sqlite3 *db;
     sqlite3_stmt *st[ST_COUNT];
+    struct batch allocs, launches;
     struct ws_spool spool;
     struct thread_state *threads;
     /* strings: hash -> id, verified against the arena */
@@ -135,8 +158,7 @@ static int step(struct collector *c, int which)
 {
     sqlite3_stmt *s = c->st[which];
     int rc = sqlite3_step(s);
-    sqlite3_reset(s);
-    sqlite3_clear_bindings(s);
+    sqlite3_reset(s); /* every statement binds all its parameters on every row */
     return rc == SQLITE_DONE ? 0 : fail(c, "cannot write the trace");
 }
 
@@ -146,6 +168,101 @@ static void bind_opt(sqlite3_stmt *s, int i, int64_t v)
         sqlite3_bind_int64(s, i, v);
     else
         sqlite3_bind_null(s, i);
+}
+
+/* ---- batches --------------------------------------------------------------------------------- */
+
+static int batch_prepare(struct collector *c, struct batch *b, const char *table, const char *columns, int ncols)
+{
+    b->table = table;
+    b->columns = columns;
+    b->ncols = ncols;
+    size_t cap = strlen(table) + strlen(columns) + 64 + (size_t)BATCH_ROWS * ((size_t)ncols * 2 + 4);
+    char *sql = malloc(cap);
+    if (!sql)
+        return fail(c, "out of memory");
+    for (int pass = 0; pass < 2; pass++) {
+        int rows = pass == 0 ? 1 : BATCH_ROWS;
+        size_t n = (size_t)snprintf(sql, cap, "INSERT INTO %s(%s) VALUES ", table, columns);
+        for (int r = 0; r < rows; r++) {
+            sql[n++] = r ? ',' : ' ';
+            sql[n++] = '(';
+            for (int k = 0; k < ncols; k++) {
+                if (k)
+                    sql[n++] = ',';
+                sql[n++] = '?';
+            }
+            sql[n++] = ')';
+        }
+        sql[n] = 0;
+        sqlite3_stmt **st = pass == 0 ? &b->single : &b->multi;
+        if (sqlite3_prepare_v3(c->db, sql, -1, SQLITE_PREPARE_PERSISTENT, st, NULL) != SQLITE_OK) {
+            free(sql);
+            return fail(c, "cannot prepare the trace tables");
+        }
+    }
+    free(sql);
+    return 0;
+}
+
+static void bind_cells(sqlite3_stmt *s, const struct cell *cells, int n)
+{
+    for (int i = 0; i < n; i++) {
+        if (cells[i].kind == CELL_INT)
+            sqlite3_bind_int64(s, i + 1, cells[i].i);
+        else if (cells[i].kind == CELL_TEXT)
+            sqlite3_bind_text(s, i + 1, cells[i].t, -1, SQLITE_STATIC);
+        else
+            sqlite3_bind_null(s, i + 1);
+    }
+}
+
+static int run_statement(struct collector *c, sqlite3_stmt *s)
+{
+    int rc = sqlite3_step(s);
+    sqlite3_reset(s);
+    return rc == SQLITE_DONE ? 0 : fail(c, "cannot write the trace");
+}
+
+/* Write the rows held in the batch: all at once when full, one by one at the end. */
+static int batch_flush(struct collector *c, struct batch *b)
+{
+    if (b->rows == BATCH_ROWS) {
+        bind_cells(b->multi, b->cells, BATCH_ROWS * b->ncols);
+        b->rows = 0;
+        return run_statement(c, b->multi);
+    }
+    for (int r = 0; r < b->rows; r++) {
+        bind_cells(b->single, b->cells + r * b->ncols, b->ncols);
+        if (run_statement(c, b->single) != 0)
+            return -1;
+    }
+    b->rows = 0;
+    return 0;
+}
+
+static inline void cell_int(struct batch *b, int64_t v)
+{
+    b->cells[b->rows * b->ncols + b->col++] = (struct cell){.kind = CELL_INT, .i = v};
+}
+static inline void cell_null(struct batch *b) { b->cells[b->rows * b->ncols + b->col++] = (struct cell){0}; }
+static inline void cell_opt(struct batch *b, int64_t v)
+{
+    if (v > 0)
+        cell_int(b, v);
+    else
+        cell_null(b);
+}
+static inline void cell_text(struct batch *b, const char *t)
+{
+    b->cells[b->rows * b->ncols + b->col++] = (struct cell){.kind = CELL_TEXT, .t = t};
+}
+
+static int batch_row_done(struct collector *c, struct batch *b)
+{
+    b->col = 0;
+    b->rows++;
+    return b->rows == BATCH_ROWS ? batch_flush(c, b) : 0;
 }
 
 /* ---- strings -------------------------------------------------------------------------------- */
@@ -223,6 +340,8 @@ static int write_range(struct collector *c, const struct open_range *o, int64_t 
     sqlite3_bind_int64(s, 11, (int64_t)o->start_ns);
     if (closed)
         sqlite3_bind_int64(s, 12, (int64_t)end_ns);
+    else
+        sqlite3_bind_null(s, 12);
     c->stats->ranges++;
     return step(c, ST_RANGE);
 }
@@ -305,6 +424,8 @@ static int write_run(struct collector *c, const struct open_run *o, uint64_t end
     sqlite3_bind_int64(s, 4, (int64_t)o->start_ns);
     if (closed)
         sqlite3_bind_int64(s, 5, (int64_t)end_ns);
+    else
+        sqlite3_bind_null(s, 5);
     return step(c, ST_RUN);
 }
 
@@ -341,31 +462,36 @@ static int on_run_end(struct collector *c, struct thread_state *t, const struct 
 static int write_alloc(struct collector *c, const struct pending_alloc *a, int32_t status, const struct ws_rec *f,
                        int64_t free_thread, int64_t free_range)
 {
-    sqlite3_stmt *s = c->st[ST_ALLOC];
     static const char *const memory[] = {"device", "managed", "host"};
-    sqlite3_bind_int64(s, 1, a->id);
-    sqlite3_bind_text(s, 2, ws_api_name(a->api), -1, SQLITE_STATIC);
-    sqlite3_bind_text(s, 3, memory[a->memory < 3 ? a->memory : 0], -1, SQLITE_STATIC);
-    sqlite3_bind_int64(s, 4, a->device);
+    struct batch *b = &c->allocs;
+    cell_int(b, a->id);
+    cell_text(b, ws_api_name(a->api));
+    cell_text(b, memory[a->memory < 3 ? a->memory : 0]);
+    cell_int(b, a->device);
     if (status == 0)
-        sqlite3_bind_int64(s, 5, (int64_t)a->address);
-    sqlite3_bind_int64(s, 6, (int64_t)a->requested);
-    sqlite3_bind_int64(s, 7, (int64_t)a->bytes);
-    sqlite3_bind_int(s, 8, status);
-    bind_opt(s, 9, (int64_t)a->stream);
-    sqlite3_bind_int64(s, 10, a->thread_id);
-    bind_opt(s, 11, a->range_id);
-    bind_opt(s, 12, a->run_id);
-    sqlite3_bind_int64(s, 13, (int64_t)a->ns);
+        cell_int(b, (int64_t)a->address);
+    else
+        cell_null(b);
+    cell_int(b, (int64_t)a->requested);
+    cell_int(b, (int64_t)a->bytes);
+    cell_int(b, status);
+    cell_opt(b, (int64_t)a->stream);
+    cell_int(b, a->thread_id);
+    cell_opt(b, a->range_id);
+    cell_opt(b, a->run_id);
+    cell_int(b, (int64_t)a->ns);
     if (f) {
-        sqlite3_bind_int64(s, 14, (int64_t)f->ns);
-        sqlite3_bind_text(s, 15, ws_api_name(f->api), -1, SQLITE_STATIC);
-        sqlite3_bind_int64(s, 16, free_thread);
-        bind_opt(s, 17, free_range);
-        bind_opt(s, 18, (int64_t)f->u[3]);
+        cell_int(b, (int64_t)f->ns);
+        cell_text(b, ws_api_name(f->api));
+        cell_int(b, free_thread);
+        cell_opt(b, free_range);
+        cell_opt(b, (int64_t)f->u[3]);
+    } else {
+        for (int i = 0; i < 5; i++)
+            cell_null(b);
     }
     c->stats->allocations++;
-    return step(c, ST_ALLOC);
+    return batch_row_done(c, b);
 }
 
 static void fill_pending(struct pending_alloc *a, const struct ws_rec *r, int64_t id, const struct thread_state *t,
@@ -460,27 +586,30 @@ static int64_t function_name(struct collector *c, uint64_t fn)
 
 static int on_launch(struct collector *c, struct thread_state *t, const struct ws_rec *r, int graph)
 {
-    sqlite3_stmt *s = c->st[ST_LAUNCH];
-    sqlite3_bind_text(s, 1, ws_api_name(r->api), -1, SQLITE_STATIC);
-    bind_opt(s, 2, graph ? 0 : function_name(c, r->u[0]));
-    sqlite3_bind_int64(s, 3, (int64_t)r->u[0]);
+    struct batch *b = &c->launches;
+    cell_text(b, ws_api_name(r->api));
+    cell_opt(b, graph ? 0 : function_name(c, r->u[0]));
+    cell_int(b, (int64_t)r->u[0]);
     if (!graph) {
-        sqlite3_bind_int64(s, 4, ws_dim3_x(r->u[1]));
-        sqlite3_bind_int64(s, 5, ws_dim3_y(r->u[1]));
-        sqlite3_bind_int64(s, 6, ws_dim3_z(r->u[1]));
-        sqlite3_bind_int64(s, 7, ws_dim3_x(r->u[2]));
-        sqlite3_bind_int64(s, 8, ws_dim3_y(r->u[2]));
-        sqlite3_bind_int64(s, 9, ws_dim3_z(r->u[2]));
-        sqlite3_bind_int64(s, 10, (int64_t)r->u[4]);
+        cell_int(b, ws_dim3_x(r->u[1]));
+        cell_int(b, ws_dim3_y(r->u[1]));
+        cell_int(b, ws_dim3_z(r->u[1]));
+        cell_int(b, ws_dim3_x(r->u[2]));
+        cell_int(b, ws_dim3_y(r->u[2]));
+        cell_int(b, ws_dim3_z(r->u[2]));
+        cell_int(b, (int64_t)r->u[4]);
+    } else {
+        for (int i = 0; i < 7; i++)
+            cell_null(b);
     }
-    bind_opt(s, 11, (int64_t)r->u[3]);
-    sqlite3_bind_int(s, 12, r->status);
-    sqlite3_bind_int64(s, 13, t->id);
-    bind_opt(s, 14, current_range(t));
-    bind_opt(s, 15, current_run(c));
-    sqlite3_bind_int64(s, 16, (int64_t)r->ns);
+    cell_opt(b, (int64_t)r->u[3]);
+    cell_int(b, r->status);
+    cell_int(b, t->id);
+    cell_opt(b, current_range(t));
+    cell_opt(b, current_run(c));
+    cell_int(b, (int64_t)r->ns);
     c->stats->launches++;
-    return step(c, ST_LAUNCH);
+    return batch_row_done(c, b);
 }
 
 /* ---- declarations, marks, domains, metadata ---------------------------------------------------- */
@@ -675,6 +804,9 @@ static int write_meta(struct collector *c, const char *spool_path)
 
 static int setup(struct collector *c)
 {
+    if (batch_prepare(c, &c->allocs, "allocations", ALLOC_COLUMNS, 18) != 0 ||
+        batch_prepare(c, &c->launches, "launches", LAUNCH_COLUMNS, 16) != 0)
+        return -1;
     for (int i = 0; i < ST_COUNT; i++)
         if (sqlite3_prepare_v3(c->db, statement_sql[i], -1, SQLITE_PREPARE_PERSISTENT, &c->st[i], NULL) !=
             SQLITE_OK)
@@ -698,6 +830,11 @@ static void teardown(struct collector *c)
 {
     for (int i = 0; i < ST_COUNT; i++)
         sqlite3_finalize(c->st[i]);
+    sqlite3_finalize(c->allocs.single);
+    sqlite3_finalize(c->allocs.multi);
+    sqlite3_finalize(c->launches.single);
+    sqlite3_finalize(c->launches.multi);
+    c->allocs.single = c->allocs.multi = c->launches.single = c->launches.multi = NULL;
     if (c->threads)
         for (size_t i = 0; i < c->spool.nthreads; i++)
             free(c->threads[i].stack);
@@ -739,7 +876,7 @@ int ws_collect_spool(const char *spool_path, const char *db_path, struct ws_coll
     }
     if (ws_spool_open(spool_path, &c.spool, err, errlen) != 0)
         goto out;
-    if (ws_tracedb_create(tmp, &c.db, err, errlen) != 0)
+    if (ws_tracedb_create_bulk(tmp, &c.db, err, errlen) != 0)
         goto out;
     char msg[512];
     if (ws_tracedb_exec(c.db, "BEGIN", msg, sizeof msg) != 0 || setup(&c) != 0) {
@@ -751,8 +888,13 @@ int ws_collect_spool(const char *spool_path, const char *db_path, struct ws_coll
     while ((r = ws_spool_next(&c.spool, &ti)) != NULL)
         if (dispatch(&c, &c.threads[ti], r) != 0)
             goto out;
-    if (flush_open(&c) != 0 || write_meta(&c, spool_path) != 0)
+    if (flush_open(&c) != 0 || batch_flush(&c, &c.allocs) != 0 || batch_flush(&c, &c.launches) != 0 ||
+        write_meta(&c, spool_path) != 0)
         goto out;
+    if (ws_tracedb_create_indexes(c.db, msg, sizeof msg) != 0) {
+        snprintf(err, errlen, "%s: cannot index the trace: %s", db_path, msg);
+        goto out;
+    }
     if (ws_tracedb_exec(c.db, "COMMIT; PRAGMA journal_mode=DELETE;", msg, sizeof msg) != 0) {
         snprintf(err, errlen, "%s: cannot commit the trace: %s", db_path, msg);
         goto out;
@@ -761,6 +903,11 @@ int ws_collect_spool(const char *spool_path, const char *db_path, struct ws_coll
         sqlite3_finalize(c.st[i]);
         c.st[i] = NULL;
     }
+    sqlite3_finalize(c.allocs.single);
+    sqlite3_finalize(c.allocs.multi);
+    sqlite3_finalize(c.launches.single);
+    sqlite3_finalize(c.launches.multi);
+    c.allocs.single = c.allocs.multi = c.launches.single = c.launches.multi = NULL;
     if (sqlite3_close(c.db) != SQLITE_OK) {
         snprintf(err, errlen, "%s: cannot close the trace", db_path);
         goto out;

@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -43,7 +44,7 @@ int ws_tracedb_open(const char *path, enum ws_tracedb_mode mode, sqlite3 **out, 
         snprintf(err, errlen, "%s: %s", path, strerror(errno));
         return -1;
     }
-    int flags = mode == WS_TRACEDB_WRITE ? SQLITE_OPEN_READWRITE : SQLITE_OPEN_READONLY;
+    int flags = (mode == WS_TRACEDB_WRITE ? SQLITE_OPEN_READWRITE : SQLITE_OPEN_READONLY) | SQLITE_OPEN_NOMUTEX;
     if (sqlite3_open_v2(path, &db, flags, NULL) != SQLITE_OK) {
         snprintf(err, errlen, "%s: cannot open: %s", path, db ? sqlite3_errmsg(db) : "out of memory");
         goto fail;
@@ -78,7 +79,48 @@ fail:
     return -1;
 }
 
+#define INDEX_MARKER "-- @indexes"
+
+/* Execute the schema, up to the index section when tables_only. */
+static int exec_schema(sqlite3 *db, int tables_only, char *msg, size_t len)
+{
+    const char *cut = strstr(ws_schema_sql, INDEX_MARKER);
+    if (!cut)
+        return ws_tracedb_exec(db, ws_schema_sql, msg, len);
+    if (!tables_only)
+        return ws_tracedb_exec(db, ws_schema_sql, msg, len);
+    size_t n = (size_t)(cut - ws_schema_sql);
+    char *head = malloc(n + 1);
+    if (!head) {
+        snprintf(msg, len, "out of memory");
+        return -1;
+    }
+    memcpy(head, ws_schema_sql, n);
+    head[n] = 0;
+    int rc = ws_tracedb_exec(db, head, msg, len);
+    free(head);
+    return rc;
+}
+
+int ws_tracedb_create_indexes(sqlite3 *db, char *err, size_t errlen)
+{
+    const char *cut = strstr(ws_schema_sql, INDEX_MARKER);
+    return cut ? ws_tracedb_exec(db, cut, err, errlen) : 0;
+}
+
+static int create(const char *path, sqlite3 **out, int tables_only, char *err, size_t errlen);
+
 int ws_tracedb_create(const char *path, sqlite3 **out, char *err, size_t errlen)
+{
+    return create(path, out, 0, err, errlen);
+}
+
+int ws_tracedb_create_bulk(const char *path, sqlite3 **out, char *err, size_t errlen)
+{
+    return create(path, out, 1, err, errlen);
+}
+
+static int create(const char *path, sqlite3 **out, int tables_only, char *err, size_t errlen)
 {
     sqlite3 *db = NULL;
     *out = NULL;
@@ -91,15 +133,20 @@ int ws_tracedb_create(const char *path, sqlite3 **out, char *err, size_t errlen)
     unlink(side);
     snprintf(side, sizeof side, "%s-wal", path);
     unlink(side);
-    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) != SQLITE_OK) {
+    /* NOMUTEX: the connection is used by one thread; SQLite then skips a mutex per call. */
+    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) {
         snprintf(err, errlen, "%s: cannot create: %s", path, db ? sqlite3_errmsg(db) : "out of memory");
         sqlite3_close(db);
         return -1;
     }
     char msg[512];
-    if (ws_tracedb_exec(db, "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; PRAGMA cache_size=-65536;", msg,
-                        sizeof msg) != 0 ||
-        ws_tracedb_exec(db, ws_schema_sql, msg, sizeof msg) != 0) {
+    /* One writer fills a fresh file: no journal, no syncs; a failed load is simply deleted. */
+    const char *pragmas = tables_only ? "PRAGMA page_size=65536; PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF;"
+                                        "PRAGMA cache_size=-262144;"
+                                        "PRAGMA locking_mode=EXCLUSIVE; PRAGMA temp_store=MEMORY;"
+                                      : "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; PRAGMA cache_size=-65536;";
+    if (ws_tracedb_exec(db, pragmas, msg, sizeof msg) != 0 ||
+        exec_schema(db, tables_only, msg, sizeof msg) != 0) {
         snprintf(err, errlen, "%s: cannot write the schema: %s", path, msg);
         sqlite3_close(db);
         return -1;

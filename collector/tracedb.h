@@ -21,6 +21,10 @@ int ws_tracedb_open(const char *path, enum ws_tracedb_mode mode, sqlite3 **db, c
  * writer (WAL off, synchronous=OFF during the load; the caller commits). */
 int ws_tracedb_create(const char *path, sqlite3 **db, char *err, size_t errlen);
 
+/* The same for a bulk load: no indexes until ws_tracedb_create_indexes() (faster inserts). */
+int ws_tracedb_create_bulk(const char *path, sqlite3 **db, char *err, size_t errlen);
+int ws_tracedb_create_indexes(sqlite3 *db, char *err, size_t errlen);
+
 /* Set meta(key) = value (text) / integer value. */
 int ws_tracedb_meta_text(sqlite3 *db, const char *key, const char *value);
 int ws_tracedb_meta_int(sqlite3 *db, const char *key, long long value);

@@ -125,11 +125,6 @@ CREATE TABLE registered_strings (        -- nvtxDomainRegisterString handles
     PRIMARY KEY (domain_id, handle)
 ) WITHOUT ROWID;
 
-CREATE INDEX allocations_range ON allocations(range_id);
-CREATE INDEX allocations_run ON allocations(run_id);
-CREATE INDEX launches_range ON launches(range_id);
-CREATE INDEX ranges_name ON ranges(name_id);
-CREATE INDEX declarations_node ON declarations(node_name_id, slot, level);
 
 -- Successful device-side allocations (device and managed memory) with names resolved.
 CREATE VIEW device_allocations AS
@@ -166,3 +161,8 @@ LEFT JOIN allocations a ON a.range_id = r.id AND a.status = 0 AND a.memory IN ('
 GROUP BY s.id;
 
 PRAGMA user_version = 1;
+
+-- @indexes: created after the tables are filled (the collector loads first, then indexes).
+CREATE INDEX allocations_range ON allocations(range_id);
+CREATE INDEX ranges_name ON ranges(name_id);
+CREATE INDEX declarations_node ON declarations(node_name_id, slot, level);
