@@ -1,0 +1,162 @@
+/*
+ * ref_attention.c - host reference of attention_decode (flash-decoding).  Each split runs an
+ * online softmax over chunks of its KV range, as the CUDA kernel does, and the combine step
+ * rescales the partial outputs by their log-sum-exp.
+ */
+#include "wskernels.h"
+
+#include <math.h>
+
+#define CHUNK 128u /* positions scored at a time: the CUDA kernel's block size */
+
+struct attn_dims {
+    uint32_t batch, heads, head_dim, kv_len, max_kv, splits, blocks_per_split;
+};
+
+static void kv_append(float *k_cache, float *v_cache, const float *k_new, const float *v_new,
+                      const struct attn_dims *d, uint32_t pos)
+{
+    for (uint32_t b = 0; b < d->batch; b++)
+        for (uint32_t h = 0; h < d->heads; h++) {
+            uint64_t row = (uint64_t)b * d->heads + h;
+            uint64_t dst = (row * d->max_kv + pos) * d->head_dim, src = row * d->head_dim;
+            for (uint32_t i = 0; i < d->head_dim; i++) {
+                k_cache[dst + i] = k_new[src + i];
+                v_cache[dst + i] = v_new[src + i];
+            }
+        }
+}
+
+/* Online softmax state of one (sequence, head, split). */
+struct softmax_acc {
+    float max, sum;
+    float *acc; /* head_dim values */
+};
+
+static void attend_chunk(struct softmax_acc *st, const float *q, const float *keys,
+                         const float *values, uint32_t count, uint32_t head_dim)
+{
+    float scores[CHUNK], scale = 1.0f / sqrtf((float)head_dim), chunk_max = -INFINITY;
+    for (uint32_t p = 0; p < count; p++) {
+        float s = 0.0f;
+        for (uint32_t i = 0; i < head_dim; i++)
+            s += q[i] * keys[(uint64_t)p * head_dim + i];
+        scores[p] = s * scale;
+        chunk_max = fmaxf(chunk_max, scores[p]);
+    }
+    float new_max = fmaxf(st->max, chunk_max), rescale = expf(st->max - new_max);
+    st->sum *= rescale;
+    for (uint32_t i = 0; i < head_dim; i++)
+        st->acc[i] *= rescale;
+    for (uint32_t p = 0; p < count; p++) {
+        float e = expf(scores[p] - new_max);
+        st->sum += e;
+        for (uint32_t i = 0; i < head_dim; i++)
+            st->acc[i] += e * values[(uint64_t)p * head_dim + i];
+    }
+    st->max = new_max;
+}
+
+/* One split of one (sequence, head): normalised output into out_row, log-sum-exp returned. */
+static float attend_split(float *out_row, const float *q, const float *k_rows, const float *v_rows,
+                          const struct attn_dims *d, uint32_t split)
+{
+    uint64_t span = (uint64_t)d->blocks_per_split * WSK_ATTN_KV_BLOCK;
+    uint64_t p0 = split * span, p1 = p0 + span < d->kv_len ? p0 + span : d->kv_len;
+    struct softmax_acc st = {-INFINITY, 0.0f, out_row};
+    for (uint32_t i = 0; i < d->head_dim; i++)
+        out_row[i] = 0.0f;
+    for (uint64_t p = p0; p < p1; p += CHUNK) {
+        uint32_t count = (uint32_t)(p1 - p < CHUNK ? p1 - p : CHUNK);
+        attend_chunk(&st, q, k_rows + p * d->head_dim, v_rows + p * d->head_dim, count,
+                     d->head_dim);
+    }
+    if (st.sum == 0.0f) /* empty range: a zero output that the combine weighs with exp(-inf) */
+        return -INFINITY;
+    for (uint32_t i = 0; i < d->head_dim; i++)
+        out_row[i] /= st.sum;
+    return st.max + logf(st.sum);
+}
+
+static void attn_split(float *out, float *o_part, float *lse, const float *q,
+                       const float *k_cache, const float *v_cache, const struct attn_dims *d)
+{
+    for (uint32_t b = 0; b < d->batch; b++)
+        for (uint32_t h = 0; h < d->heads; h++) {
+            uint64_t row = (uint64_t)b * d->heads + h;
+            const float *qr = q + row * d->head_dim;
+            const float *kr = k_cache + row * d->max_kv * d->head_dim;
+            const float *vr = v_cache + row * d->max_kv * d->head_dim;
+            if (d->splits <= 1) {
+                attend_split(out + row * d->head_dim, qr, kr, vr, d, 0);
+                continue;
+            }
+            for (uint32_t s = 0; s < d->splits; s++) {
+                uint64_t part = row * d->splits + s;
+                lse[part] = attend_split(o_part + part * d->head_dim, qr, kr, vr, d, s);
+            }
+        }
+}
+
+static void attn_combine(float *out, const float *o_part, const float *lse,
+                         const struct attn_dims *d)
+{
+    uint64_t rows = (uint64_t)d->batch * d->heads;
+    for (uint64_t row = 0; row < rows; row++) {
+        const float *l = lse + row * d->splits;
+        float m = -INFINITY, total = 0.0f;
+        for (uint32_t s = 0; s < d->splits; s++)
+            m = fmaxf(m, l[s]);
+        for (uint32_t i = 0; i < d->head_dim; i++)
+            out[row * d->head_dim + i] = 0.0f;
+        for (uint32_t s = 0; s < d->splits; s++) {
+            float w = expf(l[s] - m);
+            total += w;
+            for (uint32_t i = 0; i < d->head_dim; i++)
+                out[row * d->head_dim + i] +=
+                    w * o_part[(row * d->splits + s) * d->head_dim + i];
+        }
+        for (uint32_t i = 0; i < d->head_dim; i++)
+            out[row * d->head_dim + i] /= total;
+    }
+}
+
+void wsk_ref_attention_decode(float *out, const float *q, const float *k_new, const float *v_new,
+                              float *k_cache, float *v_cache, uint32_t batch, uint32_t heads,
+                              uint32_t head_dim, uint32_t kv_len, uint32_t max_kv,
+                              const struct wsk_attn_kernel *k, float *o_part, float *lse)
+{
+    struct attn_dims d = {batch, heads, head_dim, kv_len, max_kv, k->splits, k->blocks_per_split};
+    if (kv_len == 0)
+        return;
+    kv_append(k_cache, v_cache, k_new, v_new, &d, kv_len - 1);
+    attn_split(out, o_part, lse, q, k_cache, v_cache, &d);
+    if (d.splits > 1)
+        attn_combine(out, o_part, lse, &d);
+}
+
+#define ARG(type, i) (*(type *)args[i])
+
+void wsk_host_kv_append(void **args)
+{
+    struct attn_dims d = {ARG(uint32_t, 4), ARG(uint32_t, 5), ARG(uint32_t, 6), 0,
+                          ARG(uint32_t, 8), 1, 1};
+    kv_append(ARG(float *, 0), ARG(float *, 1), ARG(const float *, 2), ARG(const float *, 3), &d,
+              ARG(uint32_t, 7));
+}
+
+void wsk_host_attn_split(void **args)
+{
+    struct attn_dims d = {ARG(uint32_t, 6),  ARG(uint32_t, 7),  ARG(uint32_t, 8),
+                          ARG(uint32_t, 9),  ARG(uint32_t, 10), ARG(uint32_t, 11),
+                          ARG(uint32_t, 12)};
+    attn_split(ARG(float *, 0), ARG(float *, 1), ARG(float *, 2), ARG(const float *, 3),
+               ARG(const float *, 4), ARG(const float *, 5), &d);
+}
+
+void wsk_host_attn_combine(void **args)
+{
+    struct attn_dims d = {ARG(uint32_t, 3), ARG(uint32_t, 4), ARG(uint32_t, 5), 0, 0,
+                          ARG(uint32_t, 6), 1};
+    attn_combine(ARG(float *, 0), ARG(const float *, 1), ARG(const float *, 2), &d);
+}

@@ -1,0 +1,139 @@
+/*
+ * alloc.c - the one place where wsk allocates device memory for activations and workspace.
+ * Keeping it here is what lets a later mode hand out blocks of a static plan instead: the
+ * allocation sequence (seq) is the same on every device and in every mode.
+ */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "wsk.h"
+
+static const char *const class_names[] = {"activation", "workspace"};
+
+void ws_init(struct ws_allocator *a, enum wsk_alloc_mode mode, cudaStream_t stream,
+             struct wsk_error *err)
+{
+    *a = (struct ws_allocator){.mode = mode, .stream = stream, .err = err};
+}
+
+void ws_run_begin(struct ws_allocator *a, const struct wsk_plan *plan)
+{
+    a->seq = 0;
+    a->plan = plan;
+}
+
+static int remember(struct ws_allocator *a, void *ptr, uint64_t bytes, bool planned)
+{
+    if (a->nlive == a->cap) {
+        uint32_t cap = a->cap ? 2 * a->cap : 64;
+        struct ws_live *grown = realloc(a->live, cap * sizeof *grown);
+        if (!grown)
+            return -1;
+        a->live = grown;
+        a->cap = cap;
+    }
+    a->live[a->nlive++] = (struct ws_live){ptr, bytes, planned};
+    return 0;
+}
+
+static cudaError_t device_free(struct ws_allocator *a, void *ptr)
+{
+    return a->mode == WSK_ALLOC_ASYNC ? cudaFreeAsync(ptr, a->stream) : cudaFree(ptr);
+}
+
+/* The block planned for this allocation, if it is the same allocation the plan was made from:
+ * same ordinal, node, class (and slot for workspace), and no larger than the block. */
+static const struct wsk_plan_block *planned_block(const struct ws_allocator *a, uint64_t seq,
+                                                  const char *node, enum ws_class cls,
+                                                  uint32_t slot, uint64_t bytes)
+{
+    const struct wsk_plan_block *b = a->plan ? wsk_plan_block(a->plan, seq) : NULL;
+    if (!b || b->cls != cls || (cls == WS_WORKSPACE && b->slot != slot) || bytes > b->bytes ||
+        strcmp(b->node, node) != 0)
+        return NULL;
+    return b;
+}
+
+int ws_alloc(struct ws_allocator *a, const char *node, enum ws_class cls, uint32_t slot,
+             uint64_t bytes, void **out)
+{
+    *out = NULL;
+    if (bytes == 0) /* nothing to hold; never reaches the runtime, on any device */
+        return 0;
+    uint64_t seq = a->seq++; /* counts what a trace sees: allocations of at least one byte */
+    if (a->plan) {
+        const struct wsk_plan_block *b = planned_block(a, seq, node, cls, slot, bytes);
+        if (b) {
+            *out = (char *)a->plan->backing + b->offset;
+            a->planned++;
+            return remember(a, *out, bytes, true) == 0
+                       ? 0
+                       : wsk_fail(a->err, WSK_EXIT_FAIL, "wsk: out of host memory");
+        }
+        a->fallbacks++; /* and allocate on the fly */
+    }
+    cudaError_t rc = a->mode == WSK_ALLOC_ASYNC ? cudaMallocAsync(out, bytes, a->stream)
+                                                 : cudaMalloc(out, bytes);
+    a->runtime_allocs++;
+    if (rc == cudaErrorMemoryAllocation)
+        return wsk_fail(a->err, WSK_EXIT_FAIL,
+                        "wsk: out of device memory in node %s (%s slot %" PRIu32 ", %" PRIu64
+                        " bytes)", node, class_names[cls], slot, bytes);
+    if (rc != cudaSuccess)
+        return wsk_fail(a->err, WSK_EXIT_FAIL, "wsk: allocation failed in node %s: %s", node,
+                        cudaGetErrorString(rc));
+    if (remember(a, *out, bytes, false) != 0) {
+        device_free(a, *out);
+        *out = NULL;
+        return wsk_fail(a->err, WSK_EXIT_FAIL, "wsk: out of host memory");
+    }
+    return 0;
+}
+
+int ws_free(struct ws_allocator *a, void *ptr)
+{
+    if (!ptr)
+        return 0;
+    for (uint32_t i = 0; i < a->nlive; i++) {
+        if (a->live[i].ptr != ptr)
+            continue;
+        bool planned = a->live[i].planned;
+        a->live[i] = a->live[--a->nlive];
+        cudaError_t rc = planned ? cudaSuccess : device_free(a, ptr);
+        return rc == cudaSuccess ? 0
+                                 : wsk_fail(a->err, WSK_EXIT_FAIL, "wsk: free failed: %s",
+                                            cudaGetErrorString(rc));
+    }
+    return wsk_fail(a->err, WSK_EXIT_FAIL, "wsk: internal error: freeing an unknown buffer");
+}
+
+void ws_release_all(struct ws_allocator *a)
+{
+    while (a->nlive) {
+        struct ws_live *l = &a->live[--a->nlive];
+        if (!l->planned)
+            device_free(a, l->ptr);
+    }
+    if (a->mode == WSK_ALLOC_ASYNC)
+        cudaStreamSynchronize(a->stream);
+    free(a->live);
+    a->live = NULL;
+    a->cap = 0;
+}
+
+int ws_alloc_persistent(struct ws_allocator *a, const char *node, const char *what,
+                        uint64_t bytes, void **out)
+{
+    *out = NULL;
+    cudaError_t rc = cudaMalloc(out, bytes ? bytes : 1);
+    if (rc == cudaErrorMemoryAllocation)
+        return wsk_fail(a->err, WSK_EXIT_FAIL,
+                        "wsk: out of device memory in node %s (persistent %s, %" PRIu64 " bytes)",
+                        node, what, bytes);
+    if (rc != cudaSuccess)
+        return wsk_fail(a->err, WSK_EXIT_FAIL, "wsk: cudaMalloc for %s of %s failed: %s", what,
+                        node,
+                        cudaGetErrorString(rc));
+    return 0;
+}

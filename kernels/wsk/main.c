@@ -1,0 +1,283 @@
+/*
+ * main.c - wsk: runs the bundled decoder workload for a number of runs and prints a checksum of
+ * its outputs.  Level-1 estimates are declared once at start-up, Level-2 declarations on the first
+ * run of each shape key (see graph.c), every run is bracketed by wstrace_run_begin/end.
+ */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "wsk.h"
+#include "wstrace.h"
+
+struct outputs {
+    int32_t *ids, *tokens, *prev_tokens;
+    float *logits;
+    uint32_t prev_batch;
+    uint64_t checksum; /* FNV-1a over tokens and logits of every run */
+    FILE *dump;
+};
+
+static void fnv1a(uint64_t *h, const void *data, uint64_t len)
+{
+    const unsigned char *p = data;
+    for (uint64_t i = 0; i < len; i++)
+        *h = (*h ^ p[i]) * 0x100000001b3ull;
+}
+
+/* Run 0 starts from tokens drawn from the seed; later runs continue each sequence from its
+ * previous token (sequences new in a larger batch start from the seed again). */
+static void next_ids(struct outputs *o, const struct wsk_config *c, uint32_t batch)
+{
+    for (uint32_t b = 0; b < batch; b++) {
+        uint64_t st = c->seed ^ (0x5bd1e995ull * (b + 1));
+        o->ids[b] = b < o->prev_batch ? o->prev_tokens[b]
+                                      : (int32_t)(wsk_rand(&st) % c->vocab);
+    }
+}
+
+static void record_outputs(struct outputs *o, const struct wsk_config *c, uint32_t run,
+                           uint32_t batch, const char *key)
+{
+    uint64_t nlogits = (uint64_t)batch * c->vocab;
+    fnv1a(&o->checksum, o->tokens, batch * sizeof(int32_t));
+    fnv1a(&o->checksum, o->logits, nlogits * sizeof(float));
+    printf("run %" PRIu32 " %s tokens", run, key);
+    for (uint32_t b = 0; b < batch && b < 8; b++)
+        printf(" %" PRId32, o->tokens[b]);
+    printf("%s\n", batch > 8 ? " ..." : "");
+    memcpy(o->prev_tokens, o->tokens, batch * sizeof(int32_t));
+    o->prev_batch = batch;
+    if (!o->dump)
+        return;
+    for (uint32_t b = 0; b < batch; b++)
+        fprintf(o->dump, "token %" PRIu32 " %" PRIu32 " %" PRId32 "\n", run, b, o->tokens[b]);
+    for (uint64_t i = 0; i < nlogits; i++) /* %.9g: the float exactly */
+        fprintf(o->dump, "logit %" PRIu32 " %" PRIu64 " %" PRIu64 " %.9g\n", run, i / c->vocab,
+                i % c->vocab, (double)o->logits[i]);
+}
+
+static int outputs_open(struct outputs *o, const struct wsk_config *c, struct wsk_error *err)
+{
+    uint64_t maxb = wsk_max_batch(c);
+    *o = (struct outputs){.checksum = 0xcbf29ce484222325ull};
+    o->ids = calloc(maxb, sizeof *o->ids);
+    o->tokens = calloc(maxb, sizeof *o->tokens);
+    o->prev_tokens = calloc(maxb, sizeof *o->prev_tokens);
+    o->logits = calloc(maxb * c->vocab, sizeof *o->logits);
+    if (!o->ids || !o->tokens || !o->prev_tokens || !o->logits)
+        return wsk_fail(err, WSK_EXIT_FAIL, "wsk: out of host memory");
+    if (c->dump_path && !(o->dump = fopen(c->dump_path, "w")))
+        return wsk_fail(err, WSK_EXIT_FAIL, "wsk: cannot write %s", c->dump_path);
+    if (o->dump)
+        fputs("# wsk dump v1: token RUN SEQ TOKEN / logit RUN SEQ INDEX VALUE\n", o->dump);
+    return 0;
+}
+
+static int outputs_close(struct outputs *o, const struct wsk_config *c, struct wsk_error *err)
+{
+    int rc = 0;
+    if (o->dump && fclose(o->dump) != 0)
+        rc = wsk_fail(err, WSK_EXIT_FAIL, "wsk: cannot write %s", c->dump_path);
+    free(o->ids);
+    free(o->tokens);
+    free(o->prev_tokens);
+    free(o->logits);
+    return rc;
+}
+
+/* Shape keys already run: their kernels exist and have declared Level 2. */
+struct shape_seen {
+    uint32_t batch[WSK_MAX_LIST * WSK_MAX_LIST], kv[WSK_MAX_LIST * WSK_MAX_LIST], n;
+};
+
+static bool first_of_shape(struct shape_seen *s, uint32_t batch, uint32_t kv)
+{
+    for (uint32_t i = 0; i < s->n; i++)
+        if (s->batch[i] == batch && s->kv[i] == kv)
+            return false;
+    s->batch[s->n] = batch;
+    s->kv[s->n++] = kv;
+    return true;
+}
+
+static const char *const alloc_names[] = {"dynamic", "async", "plan"};
+
+static void shape_key(const struct wsk_config *c, uint32_t run, char *key, size_t size)
+{
+    snprintf(key, size, "batch=%" PRIu32 ",kv=%" PRIu32, c->batch[run % c->nbatch],
+             c->kv_len[run % c->nkv_len]);
+}
+
+/* A plan for none of this workload's shape keys was made for another program: refuse it. */
+static int check_plans_match(const struct wsk_config *c, struct wsk_plans *plans,
+                             struct wsk_error *err)
+{
+    char key[64];
+    for (uint32_t r = 0; r < c->runs; r++) {
+        shape_key(c, r, key, sizeof key);
+        if (wsk_plans_find(plans, key))
+            return 0;
+    }
+    shape_key(c, 0, key, sizeof key);
+    return wsk_fail(err, WSK_EXIT_USAGE, "wsk: --plan %s has no plan for this workload's shape "
+                    "keys (e.g. %s)", c->plan_path, key);
+}
+
+/* The plan of this run, its backing buffer allocated at first use (outside every run). */
+static int plan_for_run(struct wsk_exec *x, const char *key, const struct wsk_plan **out)
+{
+    struct wsk_plan *p = x->plans ? wsk_plans_find(x->plans, key) : NULL;
+    *out = p;
+    if (!p || p->backing || p->peak == 0)
+        return 0;
+    cudaError_t rc = cudaMalloc(&p->backing, p->peak);
+    x->alloc->runtime_allocs++;
+    if (rc == cudaErrorMemoryAllocation)
+        return wsk_fail(x->err, WSK_EXIT_FAIL, "wsk: out of device memory allocating the planned "
+                        "buffer of %s (%" PRIu64 " bytes)", key, p->peak);
+    return rc == cudaSuccess ? 0
+                             : wsk_fail(x->err, WSK_EXIT_FAIL, "wsk: cudaMalloc of the planned "
+                                        "buffer failed: %s", cudaGetErrorString(rc));
+}
+
+static int run_all(struct wsk_exec *x, struct outputs *o)
+{
+    const struct wsk_config *c = x->cfg;
+    struct shape_seen seen = {.n = 0};
+    for (uint32_t r = 0; r < c->runs; r++) {
+        char key[64];
+        x->batch = c->batch[r % c->nbatch];
+        x->kv_len = c->kv_len[r % c->nkv_len];
+        x->declare = first_of_shape(&seen, x->batch, x->kv_len);
+        shape_key(c, r, key, sizeof key);
+        const struct wsk_plan *plan;
+        if (plan_for_run(x, key, &plan) != 0)
+            return -1;
+        next_ids(o, c, x->batch);
+        wstrace_run_begin(key);
+        ws_run_begin(x->alloc, plan);
+        int rc = wsk_run_graph(x);
+        wstrace_run_end();
+        if (rc != 0)
+            return -1;
+        record_outputs(o, c, r, x->batch, key);
+    }
+    return 0;
+}
+
+static void describe(const struct wsk_config *c, const struct wsk_device *dev)
+{
+    char text[256];
+    snprintf(text, sizeof text,
+             "layers=%u hidden=%u heads=%u head_dim=%u intermediate=%u vocab=%u "
+             "max_kv_len=%u runs=%u seed=%" PRIu64 " sm_count=%u",
+             c->layers, c->hidden, c->heads, c->head_dim, c->intermediate, c->vocab,
+             c->max_kv_len, c->runs, c->seed, dev->sm_count);
+    printf("wsk: device %s, %s, alloc %s, l1 %s\n", c->device == WSK_DEVICE_CUDA ? "cuda" : "sim",
+           text, alloc_names[c->alloc],
+           c->l1 == WSK_L1_ENVELOPE ? "envelope" : "max-shape");
+    wstrace_metadata("wsk.config", text);
+    wstrace_metadata("wsk.device", c->device == WSK_DEVICE_CUDA ? "cuda" : "sim");
+    wstrace_metadata("wsk.alloc", alloc_names[c->alloc]);
+    wstrace_metadata("wsk.l1", c->l1 == WSK_L1_ENVELOPE ? "envelope" : "max-shape");
+}
+
+static int device_info(const struct wsk_config *c, struct wsk_device *dev, struct wsk_error *err)
+{
+    struct cudaDeviceProp prop;
+    dev->sm_count = c->sm_count;
+    if (dev->sm_count)
+        return 0;
+    cudaError_t rc = cudaGetDeviceProperties(&prop, 0);
+    if (rc != cudaSuccess)
+        return wsk_fail(err, WSK_EXIT_FAIL, "wsk: cudaGetDeviceProperties: %s",
+                        cudaGetErrorString(rc));
+    dev->sm_count = prop.multiProcessorCount > 0 ? (uint32_t)prop.multiProcessorCount : 1;
+    return 0;
+}
+
+static void finish(const struct outputs *o, const struct ws_allocator *a,
+                   const struct wsk_config *c, bool ok)
+{
+    char text[32];
+    if (!ok)
+        return;
+    if (c->alloc == WSK_ALLOC_PLAN) {
+        printf("plan: %" PRIu64 " planned allocations, %" PRIu64 " fallbacks\n", a->planned,
+               a->fallbacks);
+        snprintf(text, sizeof text, "%" PRIu64, a->planned);
+        wstrace_metadata("wsk.planned_allocations", text);
+        snprintf(text, sizeof text, "%" PRIu64, a->fallbacks);
+        wstrace_metadata("wsk.plan_fallbacks", text);
+    }
+    snprintf(text, sizeof text, "%016" PRIx64, o->checksum);
+    wstrace_metadata("output_checksum", text);
+    printf("allocation calls %" PRIu64 "\n", a->runtime_allocs);
+    printf("checksum %s\n", text);
+}
+
+static int session(struct wsk_config *c, struct wsk_error *err)
+{
+    struct wsk_exec x = {.cfg = c, .err = err, .kernels = wsk_kernels_for(c->device)};
+    struct ws_allocator alloc;
+    struct wsk_model model = {0};
+    struct outputs out = {0};
+    struct wsk_plans plans = {0};
+    cudaStream_t stream = NULL;
+    int rc = 0;
+    if (c->plan_path)
+        rc = wsk_plans_load(c->plan_path, &plans, err) || check_plans_match(c, &plans, err);
+    if (rc == 0)
+        rc = device_info(c, &x.dev, err);
+    if (rc == 0 && cudaStreamCreate(&stream) != cudaSuccess)
+        rc = wsk_fail(err, WSK_EXIT_FAIL, "wsk: cudaStreamCreate failed");
+    ws_init(&alloc, c->alloc, stream, err);
+    if (rc == 0) {
+        describe(c, &x.dev);
+        rc = outputs_open(&out, c, err);
+    }
+    if (rc == 0)
+        rc = wsk_model_create(&model, c, &alloc);
+    if (rc == 0) {
+        printf("persistent bytes %" PRIu64 "\n", model.persistent_bytes);
+        wsk_declare_level1(c, &x.dev);
+        x = (struct wsk_exec){.cfg = c, .model = &model, .kernels = x.kernels, .dev = x.dev,
+                              .alloc = &alloc, .stream = stream, .err = err,
+                              .ids_host = out.ids, .logits_host = out.logits,
+                              .tokens_host = out.tokens, .plans = c->plan_path ? &plans : NULL};
+        rc = run_all(&x, &out);
+    }
+    ws_release_all(&alloc);
+    wsk_plans_free(&plans);
+    wsk_model_destroy(&model);
+    if (stream)
+        cudaStreamDestroy(stream);
+    finish(&out, &alloc, c, rc == 0);
+    rc |= outputs_close(&out, c, err);
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    struct wsk_config cfg;
+    struct wsk_error err = {0};
+    bool help = false;
+    /* getopt_long permutes argv; a re-execution needs the original order. */
+    char **original = calloc((size_t)argc + 1, sizeof *original);
+    if (!original)
+        return WSK_EXIT_FAIL;
+    memcpy(original, argv, (size_t)argc * sizeof *argv);
+    if (wsk_parse_options(argc, argv, &cfg, &help, &err) == 0 && help) {
+        wsk_usage(stdout);
+        free(original);
+        return WSK_EXIT_OK;
+    }
+    if (!err.exit_code && wsk_select_device(&cfg, original, &err) == 0)
+        session(&cfg, &err);
+    free(original);
+    fflush(stdout);
+    if (err.exit_code)
+        fprintf(stderr, "%s\n", err.msg);
+    return err.exit_code;
+}

@@ -1,0 +1,187 @@
+/*
+ * wsk.h - internals of the wsk workload runner: configuration, errors, the allocator through
+ * which every activation and workspace allocation goes, the model and the graph executor.
+ */
+#ifndef WSK_H
+#define WSK_H
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <cuda_runtime_api.h>
+
+#include "wskernels.h"
+
+#define WSK_MAX_LIST 16   /* values of --batch / --kv-len */
+#define WSK_NODE_NAME 128 /* longest node name */
+
+enum wsk_alloc_mode { WSK_ALLOC_DYNAMIC, WSK_ALLOC_ASYNC, WSK_ALLOC_PLAN };
+enum wsk_device_kind { WSK_DEVICE_AUTO, WSK_DEVICE_SIM, WSK_DEVICE_CUDA };
+
+struct wsk_config {
+    uint32_t layers, hidden, heads, head_dim, intermediate, vocab;
+    uint32_t batch[WSK_MAX_LIST], nbatch;    /* cycled over the runs */
+    uint32_t kv_len[WSK_MAX_LIST], nkv_len;  /* cycled over the runs */
+    uint32_t max_kv_len, runs, sm_count;     /* sm_count 0: from the device */
+    uint64_t seed;
+    enum wsk_l1_policy l1;
+    enum wsk_alloc_mode alloc;
+    enum wsk_device_kind device;
+    const char *dump_path;
+    const char *plan_path; /* --plan: trace holding the plans for --alloc plan */
+};
+
+/* Exit statuses, as everywhere in wstrace: 1 failure while running, 2 bad input or usage. */
+enum { WSK_EXIT_OK = 0, WSK_EXIT_FAIL = 1, WSK_EXIT_USAGE = 2 };
+
+/* The first failure of an operation; main prints msg as one line and exits with exit_code. */
+struct wsk_error {
+    int exit_code; /* 0: no error */
+    char msg[512];
+};
+int wsk_fail(struct wsk_error *err, int exit_code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Options (options.c). Returns 0, or fills err (exit 2) / sets *help. */
+int wsk_parse_options(int argc, char **argv, struct wsk_config *cfg, bool *help,
+                      struct wsk_error *err);
+void wsk_usage(FILE *out);
+uint32_t wsk_max_batch(const struct wsk_config *cfg);
+
+/* Device selection (device.c): may re-execute the program on the simulated runtime. */
+int wsk_select_device(struct wsk_config *cfg, char **argv, struct wsk_error *err);
+const struct wsk_kernel_table *wsk_kernels_for(enum wsk_device_kind kind);
+
+/*
+ * The allocator.  Every activation and workspace allocation of a run goes through ws_alloc and
+ * ws_free, in the same order on every device, so that the k-th allocation of a run (seq) can be
+ * matched with the k-th block of a static plan.  Persistent buffers (weights, KV cache) are not
+ * part of a run and use ws_alloc_persistent.
+ */
+enum ws_class { WS_ACTIVATION = 0, WS_WORKSPACE = 1 };
+
+/* Static plans read from a trace (plan.c). */
+struct wsk_plan_block {
+    uint64_t ordinal; /* the ordinal-th allocation of a run (0-based) */
+    enum ws_class cls;
+    uint32_t slot;
+    uint64_t bytes, offset;
+    char node[WSK_NODE_NAME];
+};
+
+struct wsk_plan {
+    char shape_key[64];
+    uint64_t peak; /* size of the backing buffer */
+    struct wsk_plan_block *blocks; /* sorted by ordinal */
+    uint32_t nblocks;
+    void *backing; /* allocated at the first run of the shape key */
+};
+
+struct wsk_plans {
+    struct wsk_plan *plans;
+    uint32_t n;
+};
+
+/* Refuses (exit 2) a trace without plans, of a newer schema, or with a block outside its buffer. */
+int wsk_plans_load(const char *path, struct wsk_plans *out, struct wsk_error *err);
+void wsk_plans_free(struct wsk_plans *plans);
+struct wsk_plan *wsk_plans_find(struct wsk_plans *plans, const char *shape_key);
+const struct wsk_plan_block *wsk_plan_block(const struct wsk_plan *p, uint64_t ordinal);
+
+struct ws_live {
+    void *ptr;
+    uint64_t bytes;
+    bool planned; /* inside a plan's backing buffer: nothing to free */
+};
+
+struct ws_allocator {
+    enum wsk_alloc_mode mode;
+    cudaStream_t stream;
+    uint64_t seq;             /* allocations so far in the current run (the plan's ordinal) */
+    const struct wsk_plan *plan; /* current run's plan, NULL: allocate on the fly */
+    uint64_t runtime_allocs;  /* allocation calls that reached the CUDA runtime (all runs) */
+    uint64_t planned;         /* allocations served from a plan's backing buffer */
+    uint64_t fallbacks;       /* planned runs' allocations without a fitting block */
+    struct ws_live *live;     /* run allocations not yet freed */
+    uint32_t nlive, cap;
+    struct wsk_error *err;
+};
+
+void ws_init(struct ws_allocator *a, enum wsk_alloc_mode mode, cudaStream_t stream,
+             struct wsk_error *err);
+/* plan: the static plan of this run's shape key, or NULL. */
+void ws_run_begin(struct ws_allocator *a, const struct wsk_plan *plan);
+int ws_alloc(struct ws_allocator *a, const char *node, enum ws_class cls, uint32_t slot,
+             uint64_t bytes, void **out);
+int ws_free(struct ws_allocator *a, void *ptr);
+/* Frees whatever a failed run left allocated; the live table itself too. */
+void ws_release_all(struct ws_allocator *a);
+/* Weights and caches: cudaMalloc'd once before the runs, freed at the end. */
+int ws_alloc_persistent(struct ws_allocator *a, const char *node, const char *what,
+                        uint64_t bytes, void **out);
+
+/* Node names, as an exporter names them (graph.c). */
+enum wsk_layer_node {
+    WSK_NODE_LN1, WSK_NODE_Q_PROJ, WSK_NODE_K_PROJ, WSK_NODE_V_PROJ, WSK_NODE_ATTENTION,
+    WSK_NODE_O_PROJ, WSK_NODE_ATTN_ADD, WSK_NODE_LN2, WSK_NODE_GATE_PROJ, WSK_NODE_UP_PROJ,
+    WSK_NODE_SILU_MUL, WSK_NODE_DOWN_PROJ, WSK_NODE_MLP_ADD, WSK_LAYER_NODES
+};
+#define WSK_NODE_EMBED_NAME "/model/embed_tokens/Gather"
+#define WSK_NODE_NORM_NAME "/model/norm/SimplifiedLayerNormalization"
+#define WSK_NODE_LM_HEAD_NAME "/model/lm_head/MatMulNBits"
+#define WSK_NODE_ARGMAX_NAME "/model/argmax/ArgMax"
+/* Fills buf (WSK_NODE_NAME bytes) with e.g. /model/layers.3/self_attn/q_proj/MatMulNBits. */
+char *wsk_layer_node_name(char *buf, uint32_t layer, enum wsk_layer_node node);
+
+/* The model (model.c): persistent device buffers generated from the seed. */
+struct wsk_qmatrix {
+    struct wsk_matmul_attrs attrs;
+    uint8_t *w;
+    float *scales;
+    uint8_t *zp; /* NULL: zero point 8 */
+};
+
+struct wsk_layer {
+    float *ln1, *ln2;
+    struct wsk_qmatrix q, k, v, o, gate, up, down;
+    float *k_cache, *v_cache;
+};
+
+struct wsk_model {
+    float *embed, *norm;
+    struct wsk_qmatrix lm_head;
+    struct wsk_layer *layers;
+    int32_t *ids, *tokens; /* graph input and output, max_batch each */
+    void **persistent;     /* every persistent buffer, freed at the end */
+    uint32_t npersistent, cap_persistent;
+    uint64_t persistent_bytes;
+};
+
+int wsk_model_create(struct wsk_model *m, const struct wsk_config *cfg, struct ws_allocator *a);
+void wsk_model_destroy(struct wsk_model *m);
+uint64_t wsk_rand(uint64_t *state);
+
+/* One run of the graph (graph.c). */
+struct wsk_exec {
+    const struct wsk_config *cfg;
+    const struct wsk_model *model;
+    const struct wsk_kernel_table *kernels;
+    struct wsk_device dev;
+    struct ws_allocator *alloc;
+    struct wsk_plans *plans; /* --alloc plan */
+    cudaStream_t stream;
+    struct wsk_error *err;
+    /* current run */
+    uint32_t batch, kv_len;
+    bool declare; /* first run of its shape key: kernels are created and declare Level 2 */
+    const int32_t *ids_host; /* batch input tokens, uploaded by the embedding node */
+    float *logits_host;      /* batch*vocab, filled by the argmax node */
+    int32_t *tokens_host;
+};
+
+void wsk_declare_level1(const struct wsk_config *cfg, const struct wsk_device *dev);
+int wsk_run_graph(struct wsk_exec *x);
+
+#endif /* WSK_H */

@@ -1,0 +1,196 @@
+/*
+ * wskernels.h - the bundled kernels: tensor layouts, tactic heuristics, workspace estimators,
+ * host reference implementations and the host entry points the simulated device runs.
+ *
+ * Conventions
+ *  - Activations are row-major fp32.  "M" is the number of rows (tokens; batch in decoding).
+ *  - Quantized weights (matmul_nbits) follow ONNX Runtime's MatMulNBits layout, transposed:
+ *    for each output column n, ceil(K/32) blocks of 32 4-bit values along K, 16 bytes per block,
+ *    value k at byte k/2 of its block, low nibble first.  scales[n][block] is fp32.  Optional zero
+ *    points are 4-bit, packed two per byte along the blocks of one column
+ *    (zero_points[n * ceil(blocks/2) + block/2], low nibble = even block); absent means 8.
+ *    w[k][n] = (q - zp) * scale.  Padding nibbles of a last partial block are ignored.
+ *  - The KV cache is [batch][heads][max_kv][head_dim] fp32 for keys and for values.
+ *
+ * Workspace
+ *  Each kernel that needs scratch memory says so through its estimators, never implicitly:
+ *  - Level 1 (wsk_*_level1): from the node's attributes, its maximum shapes and the device,
+ *    before any kernel exists.  Two policies: WSK_L1_MAX_SHAPE evaluates the maximum shape only;
+ *    WSK_L1_ENVELOPE takes the maximum over every shape up to the maximum, per slot, which stays
+ *    safe when a heuristic is not monotonic in the shape (attention_decode is not).
+ *  - Level 2 (wsk_*_level2): from the created kernel (its chosen tactic and split counts) and the
+ *    actual shapes.  These are exactly the bytes the launch code allocates.
+ *  Results are a struct wsk_ws: nslots == 0 declares nothing (empty outputs, tactics without
+ *  workspace).  Any dimension equal to WSK_DIM_UNKNOWN, or any size that overflows 64 bits,
+ *  gives WSK_UNAVAILABLE and nslots == 0: never a wrong number.
+ *
+ * Host entry points (wsk_host_*) have the signature void f(void **args): args is the CUDA-style
+ * argument array of the matching CUDA kernel (same order and types), so one launch site serves the
+ * simulated device (which calls the host entry point) and a GPU (which gets the kernel's stub).
+ */
+#ifndef WSKERNELS_H
+#define WSKERNELS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define WSK_QBLOCK 32u               /* quantization block along K (values) */
+#define WSK_QBLOCK_BYTES 16u         /* packed bytes per block */
+#define WSK_GEMV_MAX_M 1u            /* rows served by the GEMV tactic */
+#define WSK_SPLITK_MAX 16u           /* upper bound of the split-K factor */
+#define WSK_MATMUL_TILE_N 128u       /* output columns per thread block */
+#define WSK_ATTN_KV_BLOCK 32u        /* KV positions per scheduling block */
+#define WSK_ATTN_MAX_SPLITS 32u      /* upper bound of flash-decoding splits */
+#define WSK_ATTN_MAX_HEAD_DIM 256u   /* what the CUDA kernel supports */
+#define WSK_ARGMAX_BLOCK 1024u       /* logits reduced per block in pass one */
+#define WSK_THREADS 256u             /* threads per block of the elementwise kernels */
+#define WSK_MAX_WS_SLOTS 2u
+#define WSK_WS_ALIGNMENT 256u        /* alignment the kernels want for workspace */
+#define WSK_DIM_UNKNOWN UINT64_MAX   /* a shape not known when estimating */
+
+enum wsk_status {
+    WSK_OK = 0,
+    WSK_UNAVAILABLE = 1, /* unknown shape or overflow: no estimate */
+    WSK_EINVAL = 2,      /* malformed attributes */
+};
+
+enum wsk_l1_policy { WSK_L1_MAX_SHAPE = 0, WSK_L1_ENVELOPE = 1 };
+
+struct wsk_device {
+    uint32_t sm_count; /* streaming multiprocessors (cudaDeviceProp.multiProcessorCount) */
+};
+
+struct wsk_ws {
+    uint32_t nslots;                     /* 0: declares nothing */
+    uint64_t bytes[WSK_MAX_WS_SLOTS];    /* bytes of slot i, i < nslots */
+};
+
+/* Packed bytes of a K x N quantized matrix, its scales and its zero points (checked). */
+enum wsk_status wsk_nbits_sizes(uint64_t K, uint64_t N, uint64_t *weight_bytes,
+                                uint64_t *scale_count, uint64_t *zero_point_bytes);
+
+/* ---- matmul_nbits: y[M][N] = x[M][K] * dequant(W) ---- */
+struct wsk_matmul_attrs {
+    uint64_t K, N;
+    bool has_zero_point;
+};
+enum wsk_matmul_tactic { WSK_MATMUL_GEMV = 0, WSK_MATMUL_SPLITK = 1 };
+struct wsk_matmul_kernel { /* state of a created kernel */
+    enum wsk_matmul_tactic tactic;
+    uint32_t split_k;      /* 1 for GEMV */
+};
+/* GEMV (no workspace) for M <= WSK_GEMV_MAX_M or when only one K split would pay off; otherwise
+ * split-K with an fp32 partial-sum workspace of split_k * M * N floats (slot 0). */
+enum wsk_status wsk_matmul_create(const struct wsk_matmul_attrs *a, uint64_t M,
+                                  const struct wsk_device *dev, struct wsk_matmul_kernel *out);
+enum wsk_status wsk_matmul_level2(const struct wsk_matmul_attrs *a,
+                                  const struct wsk_matmul_kernel *k, uint64_t M,
+                                  struct wsk_ws *out);
+enum wsk_status wsk_matmul_level1(const struct wsk_matmul_attrs *a, uint64_t max_M,
+                                  const struct wsk_device *dev, enum wsk_l1_policy policy,
+                                  struct wsk_ws *out);
+
+/* ---- attention_decode: one new query token per sequence over kv_len cached positions ---- */
+struct wsk_attn_attrs {
+    uint64_t heads, head_dim;
+};
+struct wsk_attn_kernel {
+    uint32_t splits;          /* KV splits; 1 means no workspace */
+    uint32_t blocks_per_split; /* WSK_ATTN_KV_BLOCK-position blocks handled by each split */
+};
+/* Splits fill the SMs: ceil(2*sm / (batch*heads)), at most WSK_ATTN_MAX_SPLITS and at most the
+ * number of KV blocks, then evened out so that every split gets the same number of blocks.  The
+ * last step is what makes it non-monotonic in kv_len (33 blocks give 17 splits, 32 give 32). */
+enum wsk_status wsk_attn_create(const struct wsk_attn_attrs *a, uint64_t batch, uint64_t kv_len,
+                                const struct wsk_device *dev, struct wsk_attn_kernel *out);
+/* slot 0: partial outputs batch*heads*splits*head_dim floats; slot 1: log-sum-exp
+ * batch*heads*splits floats.  Nothing when splits == 1. */
+enum wsk_status wsk_attn_level2(const struct wsk_attn_attrs *a, const struct wsk_attn_kernel *k,
+                                uint64_t batch, uint64_t kv_len, struct wsk_ws *out);
+enum wsk_status wsk_attn_level1(const struct wsk_attn_attrs *a, uint64_t max_batch,
+                                uint64_t max_kv_len, const struct wsk_device *dev,
+                                enum wsk_l1_policy policy, struct wsk_ws *out);
+
+/* ---- argmax over the vocabulary: two passes, slot 0 holds batch*ceil(V/1024) pairs ---- */
+struct wsk_argmax_pair {
+    float value;
+    int32_t index;
+};
+uint64_t wsk_argmax_nblocks(uint64_t vocab);
+enum wsk_status wsk_argmax_level2(uint64_t vocab, uint64_t batch, struct wsk_ws *out);
+enum wsk_status wsk_argmax_level1(uint64_t vocab, uint64_t max_batch, enum wsk_l1_policy policy,
+                                  struct wsk_ws *out);
+
+/* ---- host references (plain C, single thread) ---- */
+void wsk_ref_embed(float *y, const int32_t *ids, const float *table, uint32_t M, uint32_t H);
+void wsk_ref_rmsnorm(float *y, const float *x, const float *gamma, uint32_t M, uint32_t H,
+                     float eps);
+void wsk_ref_silu_mul(float *y, const float *gate, const float *up, uint64_t n);
+void wsk_ref_add(float *y, const float *a, const float *b, uint64_t n);
+/* workspace: split_k*M*N floats when k->tactic == WSK_MATMUL_SPLITK, else unused (may be NULL) */
+void wsk_ref_matmul_nbits(float *y, const float *x, const uint8_t *w, const float *scales,
+                          const uint8_t *zero_points, uint32_t M, uint32_t K, uint32_t N,
+                          const struct wsk_matmul_kernel *k, float *workspace);
+/* Writes k_new/v_new ([batch][heads*head_dim]) at position kv_len-1, then attends q over
+ * positions [0, kv_len).  o_part/lse: slots 0 and 1 when k->splits > 1, else unused. */
+void wsk_ref_attention_decode(float *out, const float *q, const float *k_new, const float *v_new,
+                              float *k_cache, float *v_cache, uint32_t batch, uint32_t heads,
+                              uint32_t head_dim, uint32_t kv_len, uint32_t max_kv,
+                              const struct wsk_attn_kernel *k, float *o_part, float *lse);
+void wsk_ref_argmax(int32_t *tokens, const float *logits, uint32_t batch, uint32_t vocab,
+                    struct wsk_argmax_pair *workspace);
+
+/* ---- host entry points: argument lists are those of the CUDA kernels ---- */
+/* (float *y, const int32_t *ids, const float *table, uint32_t M, uint32_t H) */
+void wsk_host_embed(void **args);
+/* (float *y, const float *x, const float *gamma, uint32_t M, uint32_t H, float eps) */
+void wsk_host_rmsnorm(void **args);
+/* (float *y, const float *gate, const float *up, uint64_t n) */
+void wsk_host_silu_mul(void **args);
+/* (float *y, const float *a, const float *b, uint64_t n) */
+void wsk_host_add(void **args);
+/* (float *y, const float *x, const uint8_t *w, const float *scales, const uint8_t *zp,
+ *  uint32_t M, uint32_t K, uint32_t N) */
+void wsk_host_matmul_gemv(void **args);
+/* (float *ws, const float *x, const uint8_t *w, const float *scales, const uint8_t *zp,
+ *  uint32_t M, uint32_t K, uint32_t N, uint32_t split_k) */
+void wsk_host_matmul_splitk(void **args);
+/* (float *y, const float *ws, uint32_t M, uint32_t N, uint32_t split_k) */
+void wsk_host_matmul_reduce(void **args);
+/* (float *k_cache, float *v_cache, const float *k_new, const float *v_new, uint32_t batch,
+ *  uint32_t heads, uint32_t head_dim, uint32_t pos, uint32_t max_kv) */
+void wsk_host_kv_append(void **args);
+/* (float *out, float *o_part, float *lse, const float *q, const float *k_cache,
+ *  const float *v_cache, uint32_t batch, uint32_t heads, uint32_t head_dim, uint32_t kv_len,
+ *  uint32_t max_kv, uint32_t splits, uint32_t blocks_per_split)
+ * splits == 1 writes the normalised output to out; otherwise partials to o_part and lse. */
+void wsk_host_attn_split(void **args);
+/* (float *out, const float *o_part, const float *lse, uint32_t batch, uint32_t heads,
+ *  uint32_t head_dim, uint32_t splits) */
+void wsk_host_attn_combine(void **args);
+/* (struct wsk_argmax_pair *ws, const float *logits, uint32_t batch, uint32_t vocab) */
+void wsk_host_argmax_blocks(void **args);
+/* (int32_t *tokens, const struct wsk_argmax_pair *ws, uint32_t batch, uint32_t nblocks) */
+void wsk_host_argmax_final(void **args);
+
+/* The launchable functions of one device: host entry points (simulated device) or CUDA kernel
+ * stubs (GPU).  Both take the same argument arrays. */
+struct wsk_kernel_table {
+    const void *embed, *rmsnorm, *silu_mul, *add;
+    const void *matmul_gemv, *matmul_splitk, *matmul_reduce;
+    const void *kv_append, *attn_split, *attn_combine;
+    const void *argmax_blocks, *argmax_final;
+};
+const struct wsk_kernel_table *wsk_host_kernels(void);
+/* Defined only in builds with nvcc (kernels/cuda/). */
+const struct wsk_kernel_table *wsk_cuda_kernels(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* WSKERNELS_H */

@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# gpu-check.sh - the one command to run on a machine with an NVIDIA GPU.
+#
+# Builds wstrace with nvcc (WSTRACE_CUDA=ON), runs the wsk workload on the GPU (--device cuda)
+# and on the simulated device (--device sim, the host reference kernels), and compares:
+#   - generated tokens: identical in every run;
+#   - logits: max |gpu - sim| <= 1e-3 * max(1, max |sim|) over all runs (fp32 with different
+#     summation orders and exp implementations; 4-bit weights keep values near unit size);
+#   - the GPU run is bitwise reproducible across --alloc dynamic and --alloc async.
+# Prints one PASS/FAIL line per check and exits 0 only when all pass.
+#
+# Environment: BUILD_DIR (default <repo>/build-gpu), CUDA_ARCH (default: native),
+#              WSK_ARGS (workload flags, default below), TOLERANCE (default 1e-3).
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+BUILD_DIR=${BUILD_DIR:-$ROOT/build-gpu}
+CUDA_ARCH=${CUDA_ARCH:-native}
+TOLERANCE=${TOLERANCE:-1e-3}
+# Two shape keys; kv 1024 vs a maximum of 1056 exercises 32 vs 17 attention splits.
+WSK_ARGS=${WSK_ARGS:---layers 4 --batch 1,4 --kv-len 96,1024 --max-kv-len 1056 --runs 4}
+OUT=$BUILD_DIR/gpu-check
+failures=0
+
+say() { printf 'gpu-check: %s\n' "$*"; }
+pass() { printf 'PASS %s\n' "$*"; }
+fail() { printf 'FAIL %s\n' "$*"; failures=$((failures + 1)); }
+
+need_bootstrap() {
+    ! command -v cmake >/dev/null || ! pkg-config --exists sqlite3 jansson 2>/dev/null
+}
+if need_bootstrap && [ -x "$ROOT/scripts/bootstrap.sh" ]; then
+    say "installing build dependencies (scripts/bootstrap.sh)"
+    "$ROOT/scripts/bootstrap.sh"
+fi
+if ! command -v nvidia-smi >/dev/null || ! nvidia-smi -L >/dev/null 2>&1; then
+    fail "a GPU is visible (nvidia-smi -L)"
+    exit 1
+fi
+say "GPU: $(nvidia-smi -L | head -n 1)"
+
+say "building with nvcc in $BUILD_DIR (CUDA architectures: $CUDA_ARCH)"
+mkdir -p "$OUT"
+cmake -S "$ROOT" -B "$BUILD_DIR" -DWSTRACE_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES="$CUDA_ARCH" \
+    -DCMAKE_BUILD_TYPE=RelWithDebInfo >"$OUT/configure.log" 2>&1 ||
+    { tail -n 40 "$OUT/configure.log"; fail "configure"; exit 1; }
+cmake --build "$BUILD_DIR" -j"$(nproc)" --target wsk wssim >"$OUT/build.log" 2>&1 ||
+    { tail -n 40 "$OUT/build.log"; fail "build"; exit 1; }
+pass "build with nvcc"
+
+WSK=$BUILD_DIR/bin/wsk
+# shellcheck disable=SC2086 # WSK_ARGS is a list of flags
+run_wsk() { # name, extra flags...
+    local name=$1
+    shift
+    if "$WSK" $WSK_ARGS "$@" --dump "$OUT/$name.txt" >"$OUT/$name.log" 2>&1; then
+        return 0
+    fi
+    cat "$OUT/$name.log"
+    return 1
+}
+
+if run_wsk gpu --device cuda --alloc dynamic; then pass "wsk --device cuda"; else
+    fail "wsk --device cuda"; exit 1; fi
+# The heuristics depend on the SM count: give the simulated device the GPU's.
+SM=$(sed -n 's/.*sm_count=\([0-9]*\).*/\1/p' "$OUT/gpu.log" | head -n 1)
+if run_wsk gpu-async --device cuda --alloc async; then pass "wsk --device cuda --alloc async"
+else fail "wsk --device cuda --alloc async"; fi
+if run_wsk sim --device sim --sm-count "$SM"; then pass "wsk --device sim --sm-count $SM"; else
+    fail "wsk --device sim"; exit 1; fi
+
+if cmp -s "$OUT/gpu.txt" "$OUT/gpu-async.txt"; then
+    pass "GPU outputs bitwise identical for --alloc dynamic and async"
+else
+    fail "GPU outputs differ between --alloc dynamic and async"
+fi
+
+# Dump lines: "token RUN SEQ TOKEN" and "logit RUN SEQ INDEX VALUE" in the same order.
+if awk '$1 == "token"' "$OUT/gpu.txt" | cmp -s - <(awk '$1 == "token"' "$OUT/sim.txt"); then
+    pass "tokens identical on GPU and simulated device ($(grep -c '^token' "$OUT/gpu.txt") tokens)"
+else
+    fail "tokens differ between GPU and simulated device:"
+    diff <(awk '$1 == "token"' "$OUT/sim.txt") <(awk '$1 == "token"' "$OUT/gpu.txt") | head -n 10
+fi
+
+verdict=$(paste -d' ' <(awk '$1 == "logit"' "$OUT/sim.txt") <(awk '$1 == "logit"' "$OUT/gpu.txt") |
+    awk -v tol="$TOLERANCE" '
+        $2 != $7 || $3 != $8 || $4 != $9 { bad = 1; exit }
+        { d = $5 - $10; if (d < 0) d = -d; if (d > diff) diff = d
+          r = $5 < 0 ? -$5 : $5; if (r > ref) ref = r; n++ }
+        END {
+            if (bad || n == 0) { print "FAIL logits do not line up (" n " compared)"; exit }
+            lim = tol * (ref > 1 ? ref : 1)
+            ok = diff <= lim
+            printf "%s logits: max abs diff %.3g %s %.3g (tolerance %s x max(1, max |logit| %.3g)), %d values\n",
+                (ok ? "PASS" : "FAIL"), diff, (ok ? "<=" : ">"), lim, tol, ref, n
+        }')
+echo "$verdict"
+case $verdict in FAIL*) failures=$((failures + 1)) ;; esac
+
+if [ "$failures" -eq 0 ]; then
+    say "all checks passed; outputs in $OUT"
+else
+    say "$failures check(s) failed; outputs in $OUT"
+fi
+[ "$failures" -eq 0 ]

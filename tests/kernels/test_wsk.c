@@ -1,0 +1,251 @@
+/* wsk as a program: determinism of its outputs across invocations and allocation modes, seeds,
+ * bad options (exit 2, one line) and running out of simulated device memory (exit 1). */
+#include <criterion/criterion.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define WSK WS_BUILD_DIR "/bin/wsk"
+
+struct result {
+    int status;
+    char out[8192], err[4096];
+};
+
+static void slurp(const char *path, char *buf, size_t size)
+{
+    FILE *f = fopen(path, "r");
+    cr_assert_not_null(f, "%s", path);
+    size_t n = fread(buf, 1, size - 1, f);
+    buf[n] = '\0';
+    fclose(f);
+}
+
+/* Runs "env wsk args" with stdout and stderr captured in files. */
+static void run(const char *env, const char *args, struct result *r)
+{
+    char outp[] = "/tmp/wsk-out-XXXXXX", errp[] = "/tmp/wsk-err-XXXXXX", cmd[2048];
+    int fo = mkstemp(outp), fe = mkstemp(errp);
+    cr_assert(fo >= 0 && fe >= 0);
+    close(fo), close(fe);
+    snprintf(cmd, sizeof cmd, "%s %s %s >%s 2>%s", env ? env : "", WSK, args, outp, errp);
+    int st = system(cmd);
+    cr_assert(WIFEXITED(st), "%s did not exit", cmd);
+    r->status = WEXITSTATUS(st);
+    slurp(outp, r->out, sizeof r->out);
+    slurp(errp, r->err, sizeof r->err);
+    unlink(outp), unlink(errp);
+}
+
+static uint64_t checksum_of(const char *args)
+{
+    struct result r;
+    run(NULL, args, &r);
+    cr_assert_eq(r.status, 0, "wsk %s: %s", args, r.err);
+    const char *line = strstr(r.out, "\nchecksum ");
+    cr_assert_not_null(line, "no checksum in: %s", r.out);
+    return strtoull(line + 10, NULL, 16);
+}
+
+static int count_lines(const char *s)
+{
+    int n = 0;
+    for (; *s; s++)
+        n += *s == '\n';
+    return n;
+}
+
+Test(wsk, checksum_repeats_across_invocations)
+{
+    cr_expect_eq(checksum_of(""), checksum_of(""));
+}
+
+Test(wsk, dynamic_and_async_give_the_same_outputs)
+{
+    const char *shapes = "--batch 1,3 --kv-len 40,96 --runs 4";
+    char a[256], b[256];
+    snprintf(a, sizeof a, "%s --alloc dynamic", shapes);
+    snprintf(b, sizeof b, "%s --alloc async", shapes);
+    cr_expect_eq(checksum_of(a), checksum_of(b));
+}
+
+Test(wsk, seed_changes_the_outputs)
+{
+    cr_expect_neq(checksum_of("--seed 1"), checksum_of("--seed 2"));
+}
+
+Test(wsk, dumps_are_identical_across_alloc_modes)
+{
+    char d1[] = "/tmp/wsk-dump-XXXXXX", d2[] = "/tmp/wsk-dump-XXXXXX", args[256];
+    close(mkstemp(d1)), close(mkstemp(d2));
+    snprintf(args, sizeof args, "--batch 2 --runs 2 --alloc dynamic --dump %s", d1);
+    checksum_of(args);
+    snprintf(args, sizeof args, "--batch 2 --runs 2 --alloc async --dump %s", d2);
+    checksum_of(args);
+    FILE *f1 = fopen(d1, "r"), *f2 = fopen(d2, "r");
+    cr_assert(f1 && f2);
+    int c1, c2;
+    long bytes = 0, tokens = 0;
+    char line[128];
+    do {
+        c1 = fgetc(f1), c2 = fgetc(f2), bytes++;
+        cr_assert_eq(c1, c2, "dumps differ at byte %ld", bytes);
+    } while (c1 != EOF);
+    rewind(f1);
+    while (fgets(line, sizeof line, f1))
+        tokens += strncmp(line, "token ", 6) == 0;
+    cr_expect_eq(tokens, 4, "2 runs x 2 sequences");
+    cr_expect_gt(bytes, 1000);
+    fclose(f1), fclose(f2);
+    unlink(d1), unlink(d2);
+}
+
+static void expect_usage_error(const char *args, const char *needle)
+{
+    struct result r;
+    run(NULL, args, &r);
+    cr_expect_eq(r.status, 2, "wsk %s: exit %d, %s", args, r.status, r.err);
+    cr_expect_eq(count_lines(r.err), 1, "wsk %s: stderr '%s'", args, r.err);
+    cr_expect(strncmp(r.err, "wsk: ", 5) == 0, "wsk %s: stderr '%s'", args, r.err);
+    cr_expect_not_null(strstr(r.err, needle), "wsk %s: '%s' lacks '%s'", args, r.err, needle);
+}
+
+Test(wsk, bad_options_exit_2_with_one_line)
+{
+    expect_usage_error("--layers 0", "--layers");
+    expect_usage_error("--bogus", "--bogus");
+    expect_usage_error("--hidden", "--hidden");
+    expect_usage_error("--hidden 12x", "--hidden");
+    expect_usage_error("--hidden 99999999999", "--hidden");
+    expect_usage_error("--runs -1", "--runs");
+    expect_usage_error("--kv-len 200 --max-kv-len 128", "--max-kv-len");
+    expect_usage_error("--kv-len 64,,96", "--kv-len");
+    expect_usage_error("--batch 0", "--batch");
+    expect_usage_error("--alloc sometimes", "--alloc");
+    expect_usage_error("--l1 median", "--l1");
+    expect_usage_error("--head-dim 512", "--head-dim");
+    expect_usage_error("--heads 4000000000 --head-dim 256", "too large");
+    expect_usage_error("--batch 65535 --heads 65535 --head-dim 1", "--heads");
+    expect_usage_error("extra", "extra");
+}
+
+Test(wsk, help_exits_0)
+{
+    struct result r;
+    run(NULL, "--help", &r);
+    cr_expect_eq(r.status, 0);
+    cr_expect_not_null(strstr(r.out, "--max-kv-len"));
+}
+
+static uint64_t persistent_bytes(void)
+{
+    struct result r;
+    run(NULL, "--runs 1", &r);
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    const char *p = strstr(r.out, "persistent bytes ");
+    cr_assert_not_null(p);
+    return strtoull(p + 17, NULL, 10);
+}
+
+Test(wsk, out_of_device_memory_names_the_node)
+{
+    char env[64];
+    struct result r;
+    /* Room for the weights and a few activations, not for a whole layer. */
+    snprintf(env, sizeof env, "WSSIM_CAPACITY=%" PRIu64, persistent_bytes() + 4096);
+    run(env, "--runs 1", &r);
+    cr_expect_eq(r.status, 1, "exit %d: %s", r.status, r.err);
+    cr_expect_eq(count_lines(r.err), 1, "stderr '%s'", r.err);
+    cr_expect_not_null(strstr(r.err, "wsk: out of device memory in node /model/layers.0/"),
+                       "%s", r.err);
+    /* Not even room for the weights. */
+    run("WSSIM_CAPACITY=65536", "--runs 1", &r);
+    cr_expect_eq(r.status, 1, "exit %d: %s", r.status, r.err);
+    cr_expect_not_null(strstr(r.err, "wsk: out of device memory in node /model/"), "%s", r.err);
+}
+
+/* ---- --alloc plan with plans written into a trace (schema/analysis.sql) ---- */
+
+#include <sqlite3.h>
+
+static void exec_file(sqlite3 *db, const char *path)
+{
+    char *sql = calloc(1, 1 << 20), *msg = NULL;
+    slurp(path, sql, 1 << 20);
+    cr_assert_eq(sqlite3_exec(db, sql, NULL, NULL, &msg), SQLITE_OK, "%s: %s", path, msg);
+    free(sql);
+}
+
+/* A trace with the schema and one plan for shape_key; blocks_sql inserts its plan_blocks. */
+static void make_trace(char *path, const char *shape_key, const char *blocks_sql)
+{
+    sqlite3 *db;
+    char sql[1024], *msg = NULL;
+    close(mkstemp(path));
+    unlink(path);
+    cr_assert_eq(sqlite3_open(path, &db), SQLITE_OK);
+    exec_file(db, WS_SOURCE_DIR "/schema/schema.sql");
+    exec_file(db, WS_SOURCE_DIR "/schema/analysis.sql");
+    snprintf(sql, sizeof sql,
+             "INSERT INTO strings(id, value) VALUES (1, '%s'), (2, '/model/embed_tokens/Gather');"
+             "INSERT INTO plans VALUES (1, 1, NULL, 256, 4096, 4096, 4096, 1, 'test', 0);%s",
+             shape_key, blocks_sql ? blocks_sql : "");
+    cr_assert_eq(sqlite3_exec(db, sql, NULL, NULL, &msg), SQLITE_OK, "%s", msg);
+    sqlite3_close(db);
+}
+
+static const char embed_block[] = /* the run's first allocation: the embedding output */
+    "INSERT INTO plan_blocks VALUES (1, 0, NULL, 2, 'activation', NULL, 0, 1, 1024, 1024, 256);";
+
+Test(wsk_plan, matching_blocks_are_used_the_rest_falls_back)
+{
+    char trace[] = "/tmp/wsk-plan-XXXXXX", args[256];
+    struct result r;
+    /* ordinal 0 matches; ordinal 1 names another node and so is not used */
+    make_trace(trace, "batch=1,kv=96",
+               "INSERT INTO plan_blocks VALUES (1, 0, NULL, 2, 'activation', NULL, 0, 1, 1024, "
+               "1024, 256), (1, 1, NULL, 2, 'activation', NULL, 1, 2, 1024, 1024, 2048);");
+    snprintf(args, sizeof args, "--alloc plan --plan %s", trace);
+    run(NULL, args, &r);
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cr_expect_not_null(strstr(r.out, "plan: 3 planned allocations, 99 fallbacks"), "%s", r.out);
+    const char *line = strstr(r.out, "\nchecksum ");
+    cr_assert_not_null(line);
+    cr_expect_eq(strtoull(line + 10, NULL, 16), checksum_of(""), "outputs as with dynamic");
+    unlink(trace);
+}
+
+static void expect_plan_refused(const char *trace, const char *needle)
+{
+    char args[256];
+    snprintf(args, sizeof args, "--alloc plan --plan %s", trace);
+    expect_usage_error(args, needle);
+}
+
+Test(wsk_plan, mismatching_or_corrupt_plans_are_refused)
+{
+    char other[] = "/tmp/wsk-plan-XXXXXX", outside[] = "/tmp/wsk-plan-XXXXXX";
+    char empty[] = "/tmp/wsk-plan-XXXXXX";
+    make_trace(other, "batch=7,kv=3", embed_block);
+    expect_plan_refused(other, "no plan for this workload");
+    make_trace(outside, "batch=1,kv=96",
+               "INSERT INTO plan_blocks VALUES (1, 0, NULL, 2, 'activation', NULL, 0, 1, 1024, "
+               "1024, 3584);"); /* 3584 + 1024 > 4096 */
+    expect_plan_refused(outside, "outside");
+    sqlite3 *db;
+    close(mkstemp(empty));
+    cr_assert_eq(sqlite3_open(empty, &db), SQLITE_OK);
+    exec_file(db, WS_SOURCE_DIR "/schema/schema.sql"); /* a trace never planned */
+    sqlite3_close(db);
+    expect_plan_refused(empty, "wstrace plan");
+    cr_assert_eq(sqlite3_open(empty, &db), SQLITE_OK);
+    sqlite3_exec(db, "PRAGMA user_version = 99", NULL, NULL, NULL);
+    sqlite3_close(db);
+    expect_plan_refused(empty, "newer");
+    expect_plan_refused("/nonexistent/trace.db", "cannot open");
+    expect_usage_error("--alloc plan", "--plan");
+    unlink(other), unlink(outside), unlink(empty);
+}
