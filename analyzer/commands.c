@@ -3,6 +3,15 @@
 
 const struct ws_command ws_commands[] = {
     /* name, function, flags, summary */
+    {"record", cmd_record, 0, "run a program under the tracer and write its SQLite trace"},
+    {"collect", cmd_collect, 0, "recover the trace of a crashed or killed process from its spool"},
+    {"summary", cmd_summary, WS_CMD_TRACE_INPUT, "runs, nodes, peak live bytes, top nodes, coverage of a trace"},
+    {"lifetimes", cmd_lifetimes, WS_CMD_TRACE_INPUT, "classify allocations and their lifetimes in node steps"},
+    {"resolve", cmd_resolve, WS_CMD_TRACE_INPUT, "workspace per node: max(profile, estimator) or fallback"},
+    {"verify", cmd_verify, WS_CMD_TRACE_INPUT, "check Level-2 declarations against Level 1 and observed use"},
+    {"plan", cmd_plan, WS_CMD_TRACE_INPUT, "static memory layout per shape key, or for a CSV problem"},
+    {"report", cmd_report, WS_CMD_TRACE_INPUT, "compare two traces: peak bytes, allocation calls, nodes, parity"},
+    {"export", cmd_export, WS_CMD_TRACE_INPUT, "write a trace as Chrome/Perfetto trace-event JSON"},
 };
 
 const unsigned ws_command_count = sizeof(ws_commands) / sizeof(ws_commands[0]);

@@ -1,0 +1,579 @@
+/*
+ * wstrace plan: a static memory layout for one run of each shape key of a trace (tables plans
+ * and plan_blocks), or for a standalone problem in CSV form (--problem).
+ */
+#include <getopt.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "commands.h"
+#include "planner.h"
+#include "problem_csv.h"
+#include "tracedb.h"
+
+struct plan_args {
+    const char *trace, *problem, *output;
+    uint64_t align;
+    int align_given;
+    double time_limit;
+    uint64_t seed;
+    int json;
+};
+
+static void plan_usage(FILE *out)
+{
+    fprintf(out,
+            "usage: wstrace plan TRACE [--align N] [--time-limit S] [--seed N] [--json]\n"
+            "       wstrace plan --problem FILE.csv [-o OUT.csv] [--align N] [--time-limit S] [--seed N] [--json]\n\n"
+            "Compute a static memory layout: an offset in one backing buffer for every block, no two blocks\n"
+            "alive at the same time sharing an address.\n\n"
+            "With TRACE, plans the first run of each shape key from the lifetimes table (run 'wstrace\n"
+            "lifetimes TRACE' first): every activation and workspace allocation freed within the run, workspace\n"
+            "grown to its Level-2 declaration. Writes the tables plans and plan_blocks (replacing earlier rows).\n\n"
+            "With --problem, plans a CSV file id,lower,upper,size[,alignment] (half-open lifetimes\n"
+            "[lower, upper)) and writes OUT as the input plus an offset column.\n\n"
+            "options:\n"
+            "  --problem FILE     plan a standalone CSV problem instead of a trace\n"
+            "  -o, --output OUT   with --problem: write the solution as CSV\n"
+            "  --align N          block alignment in bytes (default 256 for traces, 1 for problems)\n"
+            "  --time-limit S     search for a smaller layout for up to S seconds (default 0: heuristics only)\n"
+            "  --seed N           seed of the search (default 1)\n"
+            "  --json             print JSON instead of a table\n"
+            "  -h, --help         show this help\n\n"
+            "Reported: the load bound (largest total of blocks alive at one moment: no layout is smaller),\n"
+            "the planned peak (size of the backing buffer) and, for traces, the dynamic peak observed.\n");
+}
+
+static int parse_number(const char *opt, const char *text, uint64_t *out)
+{
+    char *end;
+    if (*text == '-' || *text == '\0')
+        goto bad;
+    unsigned long long v = strtoull(text, &end, 10);
+    if (*end)
+        goto bad;
+    *out = v;
+    return 0;
+bad:
+    ws_error("%s: expected a non-negative integer, got '%s'", opt, text);
+    return -1;
+}
+
+static int parse_plan_args(int argc, char **argv, struct plan_args *a)
+{
+    static const struct option opts[] = {
+        {"problem", required_argument, NULL, 'p'}, {"output", required_argument, NULL, 'o'},
+        {"align", required_argument, NULL, 'a'},   {"time-limit", required_argument, NULL, 't'},
+        {"seed", required_argument, NULL, 's'},    {"json", no_argument, NULL, 'j'},
+        {"help", no_argument, NULL, 'h'},          {NULL, 0, NULL, 0}};
+    memset(a, 0, sizeof *a);
+    a->seed = 1;
+    optind = 1;
+    for (int c; (c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1;) {
+        char *end;
+        switch (c) {
+        case 'p': a->problem = optarg; break;
+        case 'o': a->output = optarg; break;
+        case 'a':
+            if (parse_number("--align", optarg, &a->align))
+                return -1;
+            if (a->align == 0) {
+                ws_error("--align: must be at least 1");
+                return -1;
+            }
+            a->align_given = 1;
+            break;
+        case 't':
+            a->time_limit = strtod(optarg, &end);
+            if (*optarg == '\0' || *end || !(a->time_limit >= 0) || a->time_limit > 1e6) {
+                ws_error("--time-limit: expected seconds (0 to 1000000), got '%s'", optarg);
+                return -1;
+            }
+            break;
+        case 's':
+            if (parse_number("--seed", optarg, &a->seed))
+                return -1;
+            break;
+        case 'j': a->json = 1; break;
+        case 'h': plan_usage(stdout); return 1;
+        default: plan_usage(stderr); return -1;
+        }
+    }
+    if (optind < argc)
+        a->trace = argv[optind++];
+    if (optind < argc || (!a->trace) == (!a->problem)) {
+        ws_error("plan: give either one TRACE or --problem FILE.csv; see 'wstrace plan --help'");
+        return -1;
+    }
+    if (a->output && !a->problem) {
+        ws_error("plan: -o/--output goes with --problem");
+        return -1;
+    }
+    if (!a->align_given)
+        a->align = a->problem ? 1 : 256;
+    return 0;
+}
+
+/* ---- --problem ---------------------------------------------------------------------------- */
+
+static double ratio(uint64_t peak, uint64_t lb)
+{
+    return lb ? (double)peak / (double)lb : 1.0;
+}
+
+static int print_problem_json(const char *path, const struct ws_plan_result *r)
+{
+    json_t *o = json_pack("{s:s, s:I, s:I, s:I, s:f, s:b, s:f, s:s}", "problem", path, "buffers",
+                          (json_int_t)r->buffers, "peak_bytes", (json_int_t)r->peak_bytes, "load_bound_bytes",
+                          (json_int_t)r->load_bound_bytes, "peak_over_load_bound",
+                          ratio(r->peak_bytes, r->load_bound_bytes), "valid", r->valid, "seconds", r->seconds,
+                          "algorithm", r->algorithm);
+    if (!o || json_dumpf(o, stdout, JSON_INDENT(2)) != 0) {
+        json_decref(o);
+        ws_error("cannot print JSON");
+        return -1;
+    }
+    putchar('\n');
+    json_decref(o);
+    return 0;
+}
+
+static void print_problem_table(const char *path, const struct ws_plan_result *r)
+{
+    printf("problem      %s\n", path);
+    printf("buffers      %zu\n", r->buffers);
+    printf("load bound   %" PRIu64 " bytes\n", r->load_bound_bytes);
+    printf("peak         %" PRIu64 " bytes\n", r->peak_bytes);
+    printf("peak / LB    %.6f\n", ratio(r->peak_bytes, r->load_bound_bytes));
+    printf("valid        %s\n", r->valid ? "yes" : "NO");
+    printf("time         %.3f s\n", r->seconds);
+    printf("algorithm    %s\n", r->algorithm);
+}
+
+static int plan_problem(const struct plan_args *a)
+{
+    struct ws_problem pr;
+    struct ws_plan_result r;
+    char err[512];
+    int rc = WS_EXIT_USAGE;
+    if (ws_problem_read(a->problem, &pr, err, sizeof err)) {
+        ws_error("%s", err);
+        return WS_EXIT_USAGE;
+    }
+    struct ws_plan_options o = {a->align, a->time_limit, a->seed};
+    if (ws_plan_solve(pr.buffers, pr.n, &o, &r)) {
+        ws_error("%s: %s", a->problem, r.error);
+        goto out;
+    }
+    if (r.peak_bytes > INT64_MAX) { /* JSON and most consumers stop at 2^63 */
+        ws_error("%s: the planned peak exceeds 2^63 bytes", a->problem);
+        goto out;
+    }
+    if (a->output && ws_problem_write(a->output, &pr, err, sizeof err)) {
+        ws_error("%s", err);
+        goto out;
+    }
+    if (a->json ? print_problem_json(a->problem, &r) : (print_problem_table(a->problem, &r), 0))
+        goto out;
+    rc = WS_EXIT_OK;
+out:
+    ws_problem_free(&pr);
+    return rc;
+}
+
+/* ---- TRACE -------------------------------------------------------------------------------- */
+
+struct block_row { /* one row of plan_blocks before it is written */
+    int64_t ordinal, allocation_id, node_name_id, slot;
+    int has_node, has_slot;
+    int workspace;
+    uint64_t requested;
+};
+
+struct trace_plan {
+    int64_t shape_key_id, run_id;
+    int has_shape_key;
+    char *shape_key;
+    struct ws_plan_buffer *buf;
+    struct block_row *rows;
+    size_t n, cap;
+    uint64_t dynamic_peak;
+    struct ws_plan_result result;
+};
+
+struct trace_ctx {
+    const char *path;
+    sqlite3 *db;
+    struct trace_plan *plans;
+    size_t nplans;
+};
+
+static int sql_fail(const struct trace_ctx *t, const char *what)
+{
+    ws_error("%s: %s: %s", t->path, what, sqlite3_errmsg(t->db));
+    return -1;
+}
+
+/* 1 when the lifetimes table exists and has rows, 0 when not, -1 on error. */
+static int have_lifetimes(struct trace_ctx *t)
+{
+    sqlite3_stmt *st = NULL;
+    int found = -1;
+    if (sqlite3_prepare_v2(t->db, "SELECT 1 FROM sqlite_master WHERE type='table' AND name=?1", -1, &st, NULL) !=
+            SQLITE_OK ||
+        sqlite3_bind_text(st, 1, "lifetimes", -1, SQLITE_STATIC) != SQLITE_OK) {
+        sql_fail(t, "cannot read the schema");
+        goto out;
+    }
+    int rc = sqlite3_step(st);
+    if (rc != SQLITE_ROW) {
+        found = rc == SQLITE_DONE ? 0 : sql_fail(t, "cannot read the schema");
+        goto out;
+    }
+    sqlite3_finalize(st);
+    st = NULL;
+    if (sqlite3_prepare_v2(t->db, "SELECT EXISTS (SELECT 1 FROM lifetimes)", -1, &st, NULL) != SQLITE_OK ||
+        sqlite3_step(st) != SQLITE_ROW) {
+        sql_fail(t, "cannot read lifetimes");
+        goto out;
+    }
+    found = sqlite3_column_int(st, 0);
+out:
+    sqlite3_finalize(st);
+    return found;
+}
+
+/* One plan per shape key (runs without a key form one key): the first run with lifetimes. */
+static int list_plans(struct trace_ctx *t)
+{
+    static const char sql[] =
+        "SELECT r.shape_key_id, MIN(r.id), s.value FROM runs r LEFT JOIN strings s ON s.id = r.shape_key_id "
+        "WHERE EXISTS (SELECT 1 FROM lifetimes l WHERE l.run_id = r.id) "
+        "GROUP BY r.shape_key_id ORDER BY MIN(r.id)";
+    sqlite3_stmt *st = NULL;
+    int rc = -1, step;
+    if (sqlite3_prepare_v2(t->db, sql, -1, &st, NULL) != SQLITE_OK) {
+        sql_fail(t, "cannot list runs");
+        goto out;
+    }
+    while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+        struct trace_plan *p = realloc(t->plans, (t->nplans + 1) * sizeof *p);
+        if (!p) {
+            ws_error("%s: out of memory", t->path);
+            goto out;
+        }
+        t->plans = p;
+        p = &t->plans[t->nplans++];
+        memset(p, 0, sizeof *p);
+        p->has_shape_key = sqlite3_column_type(st, 0) != SQLITE_NULL;
+        p->shape_key_id = sqlite3_column_int64(st, 0);
+        p->run_id = sqlite3_column_int64(st, 1);
+        const unsigned char *key = sqlite3_column_text(st, 2);
+        if (key && !(p->shape_key = strdup((const char *)key))) {
+            ws_error("%s: out of memory", t->path);
+            goto out;
+        }
+    }
+    if (step != SQLITE_DONE) {
+        sql_fail(t, "cannot list runs");
+        goto out;
+    }
+    if (t->nplans == 0) {
+        ws_error("%s: no run has lifetimes; run 'wstrace lifetimes %s' first", t->path, t->path);
+        goto out;
+    }
+    rc = 0;
+out:
+    sqlite3_finalize(st);
+    return rc;
+}
+
+static int add_block(struct trace_plan *p)
+{
+    if (p->n < p->cap)
+        return 0;
+    size_t cap = p->cap ? 2 * p->cap : 256;
+    struct ws_plan_buffer *b = realloc(p->buf, cap * sizeof *b);
+    if (!b)
+        return -1;
+    p->buf = b;
+    struct block_row *r = realloc(p->rows, cap * sizeof *r);
+    if (!r)
+        return -1;
+    p->rows = r;
+    p->cap = cap;
+    return 0;
+}
+
+/* Turn one lifetimes row into a block; -1 (message printed) on data that cannot be planned. */
+static int read_block(struct trace_ctx *t, sqlite3_stmt *st, struct trace_plan *p, uint64_t align)
+{
+    int64_t alloc_id = sqlite3_column_int64(st, 0);
+    if (sqlite3_column_type(st, 1) == SQLITE_NULL || sqlite3_column_type(st, 5) == SQLITE_NULL) {
+        ws_error("%s: lifetimes: allocation %" PRId64 " has no alloc_seq or start_event", t->path, alloc_id);
+        return -1;
+    }
+    int64_t start = sqlite3_column_int64(st, 5), end = sqlite3_column_int64(st, 6);
+    int64_t bytes = sqlite3_column_int64(st, 7), declared = sqlite3_column_int64(st, 8);
+    if (start >= end || bytes < 0 || declared < 0) {
+        ws_error("%s: lifetimes: allocation %" PRId64 " has %s", t->path, alloc_id,
+                 start >= end ? "start_event >= end_event" : "negative bytes");
+        return -1;
+    }
+    if (add_block(p)) {
+        ws_error("%s: out of memory", t->path);
+        return -1;
+    }
+    struct block_row *r = &p->rows[p->n];
+    struct ws_plan_buffer *b = &p->buf[p->n];
+    r->allocation_id = alloc_id;
+    r->ordinal = sqlite3_column_int64(st, 1);
+    r->has_node = sqlite3_column_type(st, 2) != SQLITE_NULL;
+    r->node_name_id = sqlite3_column_int64(st, 2);
+    r->workspace = strcmp((const char *)sqlite3_column_text(st, 3), "workspace") == 0;
+    r->has_slot = sqlite3_column_type(st, 4) != SQLITE_NULL;
+    r->slot = sqlite3_column_int64(st, 4);
+    r->requested = (uint64_t)bytes;
+    /* A workspace block is as large as the kernel declared, so the planned slot never overflows
+     * when a later run needs what it declared rather than what the first run used. */
+    uint64_t size = (uint64_t)(declared > bytes ? declared : bytes);
+    uint64_t rem = size % align;
+    if (rem && __builtin_add_overflow(size, align - rem, &size)) {
+        ws_error("%s: lifetimes: allocation %" PRId64 " is too large to align", t->path, alloc_id);
+        return -1;
+    }
+    *b = (struct ws_plan_buffer){.id = (uint64_t)p->n, .lower = start, .upper = end, .size = size};
+    p->n++;
+    return 0;
+}
+
+static int read_blocks(struct trace_ctx *t, struct trace_plan *p, uint64_t align)
+{
+    static const char sql[] =
+        "SELECT l.allocation_id, l.alloc_seq, l.node_name_id, l.class, l.slot, l.start_event, l.end_event, "
+        "       l.bytes, CASE WHEN l.class = 'workspace' THEN "
+        "         (SELECT MAX(d.bytes) FROM declarations d WHERE d.level = 2 AND d.node_name_id = l.node_name_id "
+        "          AND d.slot = l.slot) END "
+        "FROM lifetimes l WHERE l.run_id = ?1 AND l.class IN ('workspace', 'activation') "
+        "AND l.end_event IS NOT NULL ORDER BY l.alloc_seq, l.allocation_id";
+    sqlite3_stmt *st = NULL;
+    int rc = -1, step;
+    if (sqlite3_prepare_v2(t->db, sql, -1, &st, NULL) != SQLITE_OK || sqlite3_bind_int64(st, 1, p->run_id)) {
+        sql_fail(t, "cannot read lifetimes");
+        goto out;
+    }
+    while ((step = sqlite3_step(st)) == SQLITE_ROW)
+        if (read_block(t, st, p, align))
+            goto out;
+    if (step != SQLITE_DONE) {
+        sql_fail(t, "cannot read lifetimes");
+        goto out;
+    }
+    rc = 0;
+out:
+    sqlite3_finalize(st);
+    return rc;
+}
+
+/* Peak of the requested bytes live at once, in event order: what allocating on the fly needed. */
+static int dynamic_peak(struct trace_ctx *t, struct trace_plan *p)
+{
+    struct ws_plan_buffer *req = malloc(p->n * sizeof *req + 1);
+    if (!req) {
+        ws_error("%s: out of memory", t->path);
+        return -1;
+    }
+    for (size_t i = 0; i < p->n; i++)
+        req[i] = (struct ws_plan_buffer){.lower = p->buf[i].lower, .upper = p->buf[i].upper, .size = p->rows[i].requested};
+    p->dynamic_peak = ws_plan_load_bound(req, p->n, 1);
+    free(req);
+    return 0;
+}
+
+static int solve_trace_plan(struct trace_ctx *t, struct trace_plan *p, const struct plan_args *a)
+{
+    struct ws_plan_options o = {a->align, a->time_limit, a->seed};
+    if (read_blocks(t, p, a->align) || dynamic_peak(t, p))
+        return -1;
+    if (ws_plan_solve(p->buf, p->n, &o, &p->result) || !p->result.valid) {
+        ws_error("%s: run %" PRId64 ": %s", t->path, p->run_id, p->result.error);
+        return -1;
+    }
+    if (p->result.peak_bytes > INT64_MAX || p->dynamic_peak > INT64_MAX) {
+        ws_error("%s: run %" PRId64 ": the plan exceeds 2^63 bytes", t->path, p->run_id);
+        return -1;
+    }
+    return 0;
+}
+
+static int insert_plan(struct trace_ctx *t, sqlite3_stmt *st, const struct trace_plan *p, uint64_t align,
+                       int64_t *plan_id)
+{
+    const struct ws_plan_result *r = &p->result;
+    if ((p->has_shape_key ? sqlite3_bind_int64(st, 1, p->shape_key_id) : sqlite3_bind_null(st, 1)) ||
+        sqlite3_bind_int64(st, 2, p->run_id) || sqlite3_bind_int64(st, 3, (int64_t)align) ||
+        sqlite3_bind_int64(st, 4, (int64_t)r->peak_bytes) || sqlite3_bind_int64(st, 5, (int64_t)r->load_bound_bytes) ||
+        sqlite3_bind_int64(st, 6, (int64_t)p->dynamic_peak) || sqlite3_bind_int64(st, 7, (int64_t)p->n) ||
+        sqlite3_bind_text(st, 8, r->algorithm, -1, SQLITE_TRANSIENT) || sqlite3_bind_double(st, 9, r->seconds) ||
+        sqlite3_step(st) != SQLITE_DONE || sqlite3_reset(st))
+        return sql_fail(t, "cannot write plans");
+    *plan_id = sqlite3_last_insert_rowid(t->db);
+    return 0;
+}
+
+static int insert_blocks(struct trace_ctx *t, sqlite3_stmt *st, const struct trace_plan *p, int64_t plan_id)
+{
+    for (size_t i = 0; i < p->n; i++) {
+        const struct block_row *r = &p->rows[i];
+        const struct ws_plan_buffer *b = &p->buf[i];
+        if (sqlite3_bind_int64(st, 1, plan_id) || sqlite3_bind_int64(st, 2, r->ordinal) ||
+            sqlite3_bind_int64(st, 3, r->allocation_id) ||
+            (r->has_node ? sqlite3_bind_int64(st, 4, r->node_name_id) : sqlite3_bind_null(st, 4)) ||
+            sqlite3_bind_text(st, 5, r->workspace ? "workspace" : "activation", -1, SQLITE_STATIC) ||
+            (r->has_slot ? sqlite3_bind_int64(st, 6, r->slot) : sqlite3_bind_null(st, 6)) ||
+            sqlite3_bind_int64(st, 7, b->lower) || sqlite3_bind_int64(st, 8, b->upper) ||
+            sqlite3_bind_int64(st, 9, (int64_t)r->requested) || sqlite3_bind_int64(st, 10, (int64_t)b->size) ||
+            sqlite3_bind_int64(st, 11, (int64_t)b->offset) || sqlite3_step(st) != SQLITE_DONE || sqlite3_reset(st))
+            return sql_fail(t, "cannot write plan_blocks");
+    }
+    return 0;
+}
+
+/* Replace every earlier plan in one transaction, so readers see all old rows or all new ones. */
+static int write_plans(struct trace_ctx *t, uint64_t align)
+{
+    sqlite3_stmt *plan_st = NULL, *block_st = NULL;
+    char err[512];
+    int rc = -1;
+    if (ws_tracedb_exec(t->db, "BEGIN IMMEDIATE", err, sizeof err)) {
+        ws_error("%s: %s", t->path, err);
+        return -1;
+    }
+    if (ws_tracedb_exec(t->db, ws_analysis_sql, err, sizeof err) ||
+        ws_tracedb_exec(t->db, "DELETE FROM plan_blocks; DELETE FROM plans;", err, sizeof err)) {
+        ws_error("%s: %s", t->path, err);
+        goto out;
+    }
+    if (sqlite3_prepare_v2(t->db,
+                           "INSERT INTO plans (shape_key_id, run_id, alignment, planned_peak_bytes, load_bound_bytes, "
+                           "dynamic_peak_bytes, blocks, algorithm, seconds) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9)",
+                           -1, &plan_st, NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(t->db,
+                           "INSERT INTO plan_blocks (plan_id, ordinal, allocation_id, node_name_id, class, slot, "
+                           "start_event, end_event, requested_bytes, bytes, offset) "
+                           "VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11)",
+                           -1, &block_st, NULL) != SQLITE_OK) {
+        sql_fail(t, "cannot prepare the plan tables");
+        goto out;
+    }
+    for (size_t k = 0; k < t->nplans; k++) {
+        int64_t plan_id;
+        if (insert_plan(t, plan_st, &t->plans[k], align, &plan_id) ||
+            insert_blocks(t, block_st, &t->plans[k], plan_id))
+            goto out;
+    }
+    if (ws_tracedb_exec(t->db, "COMMIT", err, sizeof err)) {
+        ws_error("%s: %s", t->path, err);
+        goto out;
+    }
+    rc = 0;
+out:
+    sqlite3_finalize(plan_st);
+    sqlite3_finalize(block_st);
+    if (rc)
+        ws_tracedb_exec(t->db, "ROLLBACK", err, sizeof err);
+    return rc;
+}
+
+static int print_trace_json(const struct trace_ctx *t, uint64_t align)
+{
+    json_t *plans = json_array(), *root = json_pack("{s:s, s:I, s:o}", "trace", t->path, "alignment",
+                                                     (json_int_t)align, "plans", plans);
+    int rc = -1;
+    if (!root)
+        goto out;
+    for (size_t k = 0; k < t->nplans; k++) {
+        const struct trace_plan *p = &t->plans[k];
+        const struct ws_plan_result *r = &p->result;
+        json_t *o = json_pack("{s:o, s:I, s:I, s:I, s:I, s:I, s:b, s:s, s:f}", "shape_key",
+                              p->shape_key ? json_string(p->shape_key) : json_null(), "run_id", (json_int_t)p->run_id,
+                              "planned_peak_bytes", (json_int_t)r->peak_bytes, "load_bound_bytes",
+                              (json_int_t)r->load_bound_bytes, "dynamic_peak_bytes", (json_int_t)p->dynamic_peak,
+                              "blocks", (json_int_t)p->n, "valid", r->valid, "algorithm", r->algorithm, "seconds",
+                              r->seconds);
+        if (!o || json_array_append_new(plans, o))
+            goto out;
+    }
+    if (json_dumpf(root, stdout, JSON_INDENT(2)) == 0) {
+        putchar('\n');
+        rc = 0;
+    }
+out:
+    if (rc)
+        ws_error("cannot print JSON");
+    json_decref(root);
+    return rc;
+}
+
+static void print_trace_table(const struct trace_ctx *t, uint64_t align)
+{
+    printf("%s: %zu plan%s, %" PRIu64 "-byte aligned blocks\n\n", t->path, t->nplans, t->nplans == 1 ? "" : "s", align);
+    printf("| shape key | run | blocks | dynamic peak | load bound | planned peak | planned / LB | saved vs dynamic |\n");
+    printf("|---|---|---|---|---|---|---|---|\n");
+    for (size_t k = 0; k < t->nplans; k++) {
+        const struct trace_plan *p = &t->plans[k];
+        const struct ws_plan_result *r = &p->result;
+        double saved = p->dynamic_peak ? 100.0 * ((double)p->dynamic_peak - (double)r->peak_bytes) / (double)p->dynamic_peak : 0;
+        printf("| %s | %" PRId64 " | %zu | %" PRIu64 " | %" PRIu64 " | %" PRIu64 " | %.4f | %.1f %% |\n",
+               p->shape_key ? p->shape_key : "(none)", p->run_id, p->n, p->dynamic_peak, r->load_bound_bytes,
+               r->peak_bytes, ratio(r->peak_bytes, r->load_bound_bytes), saved);
+    }
+}
+
+static int plan_trace(const struct plan_args *a)
+{
+    struct trace_ctx t = {.path = a->trace};
+    char err[512];
+    int rc = WS_EXIT_USAGE;
+    if (ws_tracedb_open(a->trace, WS_TRACEDB_WRITE, &t.db, err, sizeof err)) {
+        ws_error("%s", err);
+        return WS_EXIT_USAGE;
+    }
+    int have = have_lifetimes(&t);
+    if (have <= 0) {
+        if (have == 0)
+            ws_error("%s: no lifetimes in this trace; run 'wstrace lifetimes %s' first", a->trace, a->trace);
+        goto out;
+    }
+    if (list_plans(&t))
+        goto out;
+    for (size_t k = 0; k < t.nplans; k++)
+        if (solve_trace_plan(&t, &t.plans[k], a))
+            goto out;
+    if (write_plans(&t, a->align))
+        goto out;
+    if (a->json ? print_trace_json(&t, a->align) : (print_trace_table(&t, a->align), 0))
+        goto out;
+    rc = WS_EXIT_OK;
+out:
+    for (size_t k = 0; k < t.nplans; k++) {
+        free(t.plans[k].buf);
+        free(t.plans[k].rows);
+        free(t.plans[k].shape_key);
+    }
+    free(t.plans);
+    sqlite3_close(t.db);
+    return rc;
+}
+
+int cmd_plan(int argc, char **argv)
+{
+    struct plan_args a;
+    int parsed = parse_plan_args(argc, argv, &a);
+    if (parsed != 0)
+        return parsed > 0 ? WS_EXIT_OK : WS_EXIT_USAGE;
+    return a.problem ? plan_problem(&a) : plan_trace(&a);
+}

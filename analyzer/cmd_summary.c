@@ -1,0 +1,262 @@
+/* wstrace summary TRACE: the shape of a trace at a glance.  Read-only: lifetimes are computed
+ * in memory, nothing is written back. */
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis.h"
+#include "commands.h"
+#include "output.h"
+#include "tracedb.h"
+
+struct trace_counts {
+    int64_t threads, launches, alloc_calls, failed_calls, shape_keys;
+    int64_t lost_records; /* -1 when the trace does not say */
+    int64_t l1_nodes, l2_nodes, nodes;
+};
+
+struct summary_options {
+    const char *trace;
+    int json, top;
+};
+
+static void summary_usage(FILE *out)
+{
+    fprintf(out, "usage: wstrace summary TRACE [--json] [--top N]\n\n"
+                 "Runs, nodes, threads, device allocation calls, peak live device bytes, the nodes with the\n"
+                 "most workspace and activation bytes, lost records, and how many nodes carry Level-1\n"
+                 "estimates and Level-2 declarations.  Reads the trace only.\n\n"
+                 "  --json     print JSON instead of text\n"
+                 "  --top N    list N nodes in each ranking (default 10)\n"
+                 "  --help     show this help\n");
+}
+
+static int parse_summary(int argc, char **argv, struct summary_options *o)
+{
+    static const struct option longopts[] = {
+        {"json", no_argument, NULL, 'j'}, {"top", required_argument, NULL, 't'}, {"help", no_argument, NULL, 'h'}, {0}};
+    int c;
+    char *end;
+    o->top = 10;
+    optind = 0; /* commands may run several times in one process (tests) */
+    while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'j': o->json = 1; break;
+        case 't':
+            o->top = (int)strtol(optarg, &end, 10);
+            if (*optarg == '\0' || *end != '\0' || o->top < 0) {
+                ws_error("summary: --top needs a non-negative number, not '%s'", optarg);
+                return WS_EXIT_USAGE;
+            }
+            break;
+        case 'h': summary_usage(stdout); return -1;
+        default: summary_usage(stderr); return WS_EXIT_USAGE;
+        }
+    }
+    if (optind + 1 != argc) {
+        ws_error("summary: expected one TRACE argument; see 'wstrace summary --help'");
+        return WS_EXIT_USAGE;
+    }
+    o->trace = argv[optind];
+    return WS_EXIT_OK;
+}
+
+static int query_counts(sqlite3 *db, int64_t *a, int64_t *b, const char *sql)
+{
+    sqlite3_stmt *st = NULL;
+    int rc = -1;
+    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW) {
+        *a = sqlite3_column_type(st, 0) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, 0);
+        if (b)
+            *b = sqlite3_column_int64(st, 1);
+        rc = 0;
+    }
+    sqlite3_finalize(st);
+    return rc;
+}
+
+static int count_trace(sqlite3 *db, const struct ws_analysis *an, struct trace_counts *tc)
+{
+    memset(tc, 0, sizeof *tc);
+    if (query_counts(db, &tc->threads, NULL, "SELECT COUNT(*) FROM threads") != 0 ||
+        query_counts(db, &tc->launches, NULL, "SELECT COUNT(*) FROM launches") != 0 ||
+        query_counts(db, &tc->alloc_calls, &tc->failed_calls,
+                     "SELECT COUNT(*), COALESCE(SUM(status <> 0), 0) FROM allocations"
+                     " WHERE memory IN ('device', 'managed')") != 0 ||
+        query_counts(db, &tc->shape_keys, NULL, "SELECT COUNT(DISTINCT shape_key_id) FROM runs") != 0)
+        return -1;
+    tc->lost_records = -1;
+    if (query_counts(db, &tc->lost_records, NULL,
+                     "SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'lost_records'") != 0)
+        tc->lost_records = -1; /* no row: the trace does not say */
+    /* Coverage counts nodes that ran (have a range) and carry at least one declaration. */
+    char *has = calloc(an->nnodes + 1, 1);
+    if (!has)
+        return -1;
+    for (size_t i = 0; i < an->ndecls; i++)
+        has[an->decls[i].node] |= (char)an->decls[i].level; /* bit 1: Level 1, bit 2: Level 2 */
+    for (size_t i = 0; i < an->nnodes; i++) {
+        if (!an->nodes[i].has_range)
+            continue;
+        tc->nodes++;
+        tc->l1_nodes += (has[i] & 1) != 0;
+        tc->l2_nodes += (has[i] & 2) != 0;
+    }
+    free(has);
+    return 0;
+}
+
+/* Node indices ranked by a figure, largest first, ties by name; only figures > 0. */
+static const struct ws_analysis *rank_an;
+static int rank_by_output;
+static int64_t rank_value(int32_t i)
+{
+    return rank_by_output ? rank_an->nodes[i].output_bytes : rank_an->nodes[i].profile_bytes;
+}
+static int rank_cmp(const void *a, const void *b)
+{
+    int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+    int64_t vx = rank_value(x), vy = rank_value(y);
+    if (vx != vy)
+        return vx > vy ? -1 : 1;
+    return strcmp(rank_an->nodes[x].name, rank_an->nodes[y].name);
+}
+
+static size_t rank_nodes(const struct ws_analysis *an, int by_output, int32_t *order)
+{
+    size_t n = 0;
+    rank_an = an;
+    rank_by_output = by_output;
+    for (size_t i = 0; i < an->nnodes; i++)
+        if (rank_value((int32_t)i) > 0)
+            order[n++] = (int32_t)i;
+    qsort(order, n, sizeof *order, rank_cmp);
+    return n;
+}
+
+static json_t *ranking_json(const struct ws_analysis *an, int by_output, int top, int32_t *order)
+{
+    json_t *list = json_array();
+    size_t n = rank_nodes(an, by_output, order);
+    for (size_t k = 0; list && k < n && k < (size_t)top; k++) {
+        const struct ws_node *node = &an->nodes[order[k]];
+        if (json_array_append_new(list, json_pack("{s:s, s:I, s:I}", "node", node->name, "bytes",
+                                                  (json_int_t)rank_value(order[k]), "occurrences",
+                                                  (json_int_t)node->occurrences)) != 0) {
+            json_decref(list);
+            return NULL;
+        }
+    }
+    return list;
+}
+
+static int print_json(const struct summary_options *o, const struct ws_analysis *an, const struct trace_counts *tc,
+                      int32_t *order)
+{
+    json_t *classes = json_object();
+    for (int c = 0; classes && c < WS_CLASS_COUNT; c++)
+        if (json_object_set_new(classes, ws_class_name(c),
+                                json_pack("{s:I, s:I}", "allocations", (json_int_t)an->class_count[c], "bytes",
+                                          (json_int_t)an->class_bytes[c])) != 0) {
+            json_decref(classes);
+            classes = NULL;
+        }
+    json_t *root = json_pack(
+        "{s:s, s:I, s:b, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:o, s:o, s:o, s:o, s:{s:I, s:I}, s:{s:I, s:I}}",
+        "trace", o->trace, "runs", (json_int_t)an->nruns, "runs_from_outermost_ranges", an->runs_synthesized,
+        "nodes", (json_int_t)tc->nodes, "shape_keys", (json_int_t)tc->shape_keys, "threads",
+        (json_int_t)tc->threads, "kernel_launches", (json_int_t)tc->launches, "device_allocation_calls",
+        (json_int_t)tc->alloc_calls, "failed_allocation_calls", (json_int_t)tc->failed_calls,
+        "peak_live_device_bytes", (json_int_t)an->peak_live_bytes, "lost_records", ws_json_bytes(tc->lost_records),
+        "classes", classes, "top_workspace_nodes", ranking_json(an, 0, o->top, order), "top_activation_nodes",
+        ranking_json(an, 1, o->top, order), "level1_coverage", "nodes", (json_int_t)tc->l1_nodes, "of",
+        (json_int_t)tc->nodes, "level2_coverage", "nodes", (json_int_t)tc->l2_nodes, "of", (json_int_t)tc->nodes);
+    return ws_json_print(root, stdout);
+}
+
+static int print_ranking(const struct ws_analysis *an, int by_output, int top, int32_t *order)
+{
+    static const char *const headers[] = {"NODE", "BYTES", "OCCURRENCES"};
+    struct ws_table t;
+    char bytes[32], occ[32];
+    int rc = 0;
+    size_t n = rank_nodes(an, by_output, order);
+    printf("\ntop nodes by %s:\n", by_output ? "activation bytes (per run)" : "workspace (peak in one occurrence)");
+    if (n == 0) {
+        printf("  (none)\n");
+        return 0;
+    }
+    ws_table_init(&t, 3, headers, "lrr");
+    for (size_t k = 0; k < n && k < (size_t)top && rc == 0; k++) {
+        snprintf(occ, sizeof occ, "%lld", (long long)an->nodes[order[k]].occurrences);
+        const char *row[] = {an->nodes[order[k]].name, ws_format_bytes(rank_value(order[k]), bytes, sizeof bytes), occ};
+        rc = ws_table_add(&t, row);
+    }
+    if (rc == 0)
+        ws_table_print(&t, stdout);
+    ws_table_free(&t);
+    return rc;
+}
+
+static int print_text(const struct summary_options *o, const struct ws_analysis *an, const struct trace_counts *tc,
+                      int32_t *order)
+{
+    char b[32], share[32];
+    printf("trace                    %s\n", o->trace);
+    printf("runs                     %zu%s\n", an->nruns, an->runs_synthesized ? " (no run markers: outermost ranges)" : "");
+    printf("shape keys               %lld\n", (long long)tc->shape_keys);
+    printf("nodes                    %lld\n", (long long)tc->nodes);
+    printf("threads                  %lld\n", (long long)tc->threads);
+    printf("kernel launches          %lld\n", (long long)tc->launches);
+    printf("device allocation calls  %lld (%lld failed)\n", (long long)tc->alloc_calls, (long long)tc->failed_calls);
+    printf("peak live device bytes   %s (%lld)\n", ws_format_bytes(an->peak_live_bytes, b, sizeof b),
+           (long long)an->peak_live_bytes);
+    if (tc->lost_records < 0)
+        printf("lost records             unknown\n");
+    else
+        printf("lost records             %lld\n", (long long)tc->lost_records);
+    printf("Level-1 estimates        %lld of %lld nodes (%s)\n", (long long)tc->l1_nodes, (long long)tc->nodes,
+           ws_format_share(tc->l1_nodes, tc->nodes, share, sizeof share));
+    printf("Level-2 declarations     %lld of %lld nodes (%s)\n", (long long)tc->l2_nodes, (long long)tc->nodes,
+           ws_format_share(tc->l2_nodes, tc->nodes, share, sizeof share));
+    printf("\nallocations by class:\n");
+    for (int c = 0; c < WS_CLASS_COUNT; c++)
+        printf("  %-13s %10lld  %s\n", ws_class_name(c), (long long)an->class_count[c],
+               ws_format_bytes(an->class_bytes[c], b, sizeof b));
+    if (print_ranking(an, 0, o->top, order) != 0 || print_ranking(an, 1, o->top, order) != 0)
+        return -1;
+    return 0;
+}
+
+int cmd_summary(int argc, char **argv)
+{
+    struct summary_options o = {0};
+    struct ws_analysis an;
+    struct trace_counts tc;
+    sqlite3 *db = NULL;
+    int32_t *order = NULL;
+    char err[1024];
+    int rc = parse_summary(argc, argv, &o);
+    if (rc != WS_EXIT_OK)
+        return rc < 0 ? WS_EXIT_OK : rc;
+    if (ws_analysis_open(o.trace, 0, &db, &an, err, sizeof err) != 0) {
+        ws_error("%s", err);
+        return WS_EXIT_USAGE;
+    }
+    rc = WS_EXIT_USAGE;
+    order = malloc((an.nnodes + 1) * sizeof *order);
+    if (!order || count_trace(db, &an, &tc) != 0) {
+        ws_error("%s: cannot read the trace: %s", o.trace, order ? sqlite3_errmsg(db) : "out of memory");
+        goto out;
+    }
+    if ((o.json ? print_json(&o, &an, &tc, order) : print_text(&o, &an, &tc, order)) != 0) {
+        ws_error("summary: cannot print the summary");
+        goto out;
+    }
+    rc = WS_EXIT_OK;
+out:
+    free(order);
+    ws_analysis_free(&an);
+    sqlite3_close(db);
+    return rc;
+}

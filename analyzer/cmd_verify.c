@@ -1,0 +1,195 @@
+/* wstrace verify TRACE: check Level-2 declarations against the Level-1 reservation and against
+ * the workspace actually used; the rows replace table `verifications`. */
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis.h"
+#include "commands.h"
+#include "output.h"
+
+struct verify_options {
+    const char *trace, *estimates;
+    int json, strict;
+};
+
+static void verify_usage(FILE *out)
+{
+    fprintf(out, "usage: wstrace verify TRACE [--strict] [--estimates FILE] [--json]\n\n"
+                 "For every node and workspace slot, compare the Level-1 estimate (reservation), the\n"
+                 "Level-2 declaration and the observed workspace, and give a verdict: ok,\n"
+                 "over-reservation (Level 2 > Level 1), under-declared (observed > Level 2),\n"
+                 "idle-reservation (declared, never used), undeclared (used, never declared) or\n"
+                 "unavailable (a figure needed for the check is missing).  Stores the rows in table\n"
+                 "'verifications' (re-running replaces them).\n\n"
+                 "  --strict          exit with status 1 when any verdict is not ok\n"
+                 "  --estimates FILE  more Level-1 estimates, JSON or CSV (see docs/analysis.md)\n"
+                 "  --json            print JSON instead of text\n"
+                 "  --help            show this help\n");
+}
+
+static int parse_verify(int argc, char **argv, struct verify_options *o)
+{
+    static const struct option longopts[] = {{"json", no_argument, NULL, 'j'},
+                                             {"strict", no_argument, NULL, 's'},
+                                             {"estimates", required_argument, NULL, 'e'},
+                                             {"help", no_argument, NULL, 'h'},
+                                             {0}};
+    int c;
+    optind = 0; /* commands may run several times in one process (tests) */
+    while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'j': o->json = 1; break;
+        case 's': o->strict = 1; break;
+        case 'e': o->estimates = optarg; break;
+        case 'h': verify_usage(stdout); return -1;
+        default: verify_usage(stderr); return WS_EXIT_USAGE;
+        }
+    }
+    if (optind + 1 != argc) {
+        ws_error("verify: expected one TRACE argument; see 'wstrace verify --help'");
+        return WS_EXIT_USAGE;
+    }
+    o->trace = argv[optind];
+    return WS_EXIT_OK;
+}
+
+static void bind_bytes(sqlite3_stmt *st, int col, int64_t bytes)
+{
+    if (bytes < 0)
+        sqlite3_bind_null(st, col);
+    else
+        sqlite3_bind_int64(st, col, bytes);
+}
+
+static int write_verifications(sqlite3 *db, const struct ws_analysis *an, const struct ws_verification *v, size_t n,
+                               char *err, size_t errlen)
+{
+    static const char sql[] = "INSERT INTO verifications (node_name_id, slot, level1_bytes, level2_bytes,"
+                              " observed_bytes, verdict) VALUES (?1, ?2, ?3, ?4, ?5, ?6)";
+    sqlite3_stmt *st = NULL;
+    int ok = 0;
+    if (ws_results_begin(db, "verifications", err, errlen) != 0)
+        return -1;
+    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+        goto done;
+    for (size_t i = 0; i < n; i++) {
+        sqlite3_bind_int64(st, 1, an->nodes[v[i].node].name_id);
+        sqlite3_bind_int64(st, 2, v[i].slot);
+        bind_bytes(st, 3, v[i].level1_bytes);
+        bind_bytes(st, 4, v[i].level2_bytes);
+        bind_bytes(st, 5, v[i].observed_bytes);
+        sqlite3_bind_text(st, 6, ws_verdict_name(v[i].verdict), -1, SQLITE_STATIC);
+        if (sqlite3_step(st) != SQLITE_DONE || sqlite3_reset(st) != SQLITE_OK)
+            goto done;
+    }
+    ok = 1;
+done:
+    if (!ok)
+        snprintf(err, errlen, "writing verifications: %s", sqlite3_errmsg(db));
+    sqlite3_finalize(st);
+    return ws_results_end(db, ok, err, errlen);
+}
+
+static void count_verdicts(const struct ws_verification *v, size_t n, int64_t *by_verdict)
+{
+    memset(by_verdict, 0, WS_VERDICT_COUNT * sizeof *by_verdict);
+    for (size_t i = 0; i < n; i++)
+        by_verdict[v[i].verdict]++;
+}
+
+static int print_text(const struct verify_options *o, const struct ws_analysis *an, const struct ws_verification *v,
+                      size_t n)
+{
+    static const char *const headers[] = {"NODE", "SLOT", "LEVEL 1", "LEVEL 2", "OBSERVED", "VERDICT"};
+    struct ws_table t;
+    char slot[24], b[3][32];
+    int64_t by_verdict[WS_VERDICT_COUNT];
+    int rc = 0;
+    ws_table_init(&t, 6, headers, "lrrrrl");
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        snprintf(slot, sizeof slot, "%lld", (long long)v[i].slot);
+        const char *row[] = {an->nodes[v[i].node].name, slot, ws_format_bytes(v[i].level1_bytes, b[0], sizeof b[0]),
+                             ws_format_bytes(v[i].level2_bytes, b[1], sizeof b[1]),
+                             ws_format_bytes(v[i].observed_bytes, b[2], sizeof b[2]), ws_verdict_name(v[i].verdict)};
+        rc = ws_table_add(&t, row);
+    }
+    if (rc == 0)
+        ws_table_print(&t, stdout);
+    ws_table_free(&t);
+    count_verdicts(v, n, by_verdict);
+    printf("\n%zu slots; rows written to table 'verifications' of %s\nverdicts:", n, o->trace);
+    for (int k = 0; k < WS_VERDICT_COUNT; k++)
+        printf("%s %s %lld", k ? "," : "", ws_verdict_name(k), (long long)by_verdict[k]);
+    printf("\n");
+    return rc;
+}
+
+static int print_json(const struct verify_options *o, const struct ws_analysis *an, const struct ws_verification *v,
+                      size_t n)
+{
+    int64_t by_verdict[WS_VERDICT_COUNT];
+    json_t *slots = json_array(), *counts = json_object();
+    for (size_t i = 0; slots && i < n; i++)
+        if (json_array_append_new(slots, json_pack("{s:s, s:I, s:o, s:o, s:o, s:s}", "node",
+                                                   an->nodes[v[i].node].name, "slot", (json_int_t)v[i].slot,
+                                                   "level1_bytes", ws_json_bytes(v[i].level1_bytes), "level2_bytes",
+                                                   ws_json_bytes(v[i].level2_bytes), "observed_bytes",
+                                                   ws_json_bytes(v[i].observed_bytes), "verdict",
+                                                   ws_verdict_name(v[i].verdict))) != 0) {
+            json_decref(slots);
+            slots = NULL;
+        }
+    count_verdicts(v, n, by_verdict);
+    for (int k = 0; counts && k < WS_VERDICT_COUNT; k++)
+        if (json_object_set_new(counts, ws_verdict_name(k), json_integer(by_verdict[k])) != 0) {
+            json_decref(counts);
+            counts = NULL;
+        }
+    json_t *root = json_pack("{s:s, s:b, s:I, s:o, s:o}", "trace", o->trace, "strict", o->strict, "slot_count",
+                             (json_int_t)n, "verdicts", counts, "slots", slots);
+    return ws_json_print(root, stdout);
+}
+
+int cmd_verify(int argc, char **argv)
+{
+    struct verify_options o = {0};
+    struct ws_estimates est = {0};
+    struct ws_analysis an = {0};
+    struct ws_verification *v = NULL;
+    size_t n = 0;
+    sqlite3 *db = NULL;
+    char err[1024];
+    int rc = parse_verify(argc, argv, &o);
+    if (rc != WS_EXIT_OK)
+        return rc < 0 ? WS_EXIT_OK : rc;
+    rc = WS_EXIT_USAGE;
+    /* The estimates file is checked before the trace is opened: bad input writes nothing. */
+    if (o.estimates && ws_estimates_load(o.estimates, &est, err, sizeof err) != 0) {
+        ws_error("%s", err);
+        return WS_EXIT_USAGE;
+    }
+    if (ws_analysis_open(o.trace, 1, &db, &an, err, sizeof err) != 0) {
+        ws_error("%s", err);
+        goto out;
+    }
+    if (ws_verify(&an, o.estimates ? &est : NULL, &v, &n, err, sizeof err) != 0 ||
+        write_verifications(db, &an, v, n, err, sizeof err) != 0) {
+        ws_error("%s: %s", o.trace, err);
+        goto out;
+    }
+    if ((o.json ? print_json(&o, &an, v, n) : print_text(&o, &an, v, n)) != 0) {
+        ws_error("verify: cannot print the verifications");
+        goto out;
+    }
+    rc = WS_EXIT_OK;
+    for (size_t i = 0; o.strict && i < n; i++)
+        if (v[i].verdict != WS_VERDICT_OK)
+            rc = WS_EXIT_FINDINGS;
+out:
+    free(v);
+    ws_estimates_free(&est);
+    ws_analysis_free(&an);
+    sqlite3_close(db);
+    return rc;
+}

@@ -1,0 +1,1182 @@
+/*
+ * Static memory planner. See planner.h for the problem and docs/planner.md for the algorithm.
+ *
+ * Default: a portfolio of greedy decoders (an order of the buffers plus a gap-choice rule),
+ * always including best-fit by decreasing size, keeping the smallest peak. With a time limit,
+ * a large-neighbourhood search then removes the buffers that reach the peak together with
+ * their neighbours near the top and re-inserts them, until the peak equals the load bound or
+ * time runs out.
+ */
+#include "planner.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* ---- small helpers ------------------------------------------------------------------------ */
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static uint64_t rng_next(uint64_t *s) /* splitmix64: tiny, good enough for search moves */
+{
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+static uint64_t rng_below(uint64_t *s, uint64_t n)
+{
+    return n ? rng_next(s) % n : 0;
+}
+
+/* Round v up to a multiple of a (a >= 1); 0 on success, -1 on overflow. */
+static int round_up(uint64_t v, uint64_t a, uint64_t *out)
+{
+    uint64_t r = v % a;
+    if (r == 0) {
+        *out = v;
+        return 0;
+    }
+    return __builtin_add_overflow(v, a - r, out) ? -1 : 0;
+}
+
+static uint64_t effective_alignment(const struct ws_plan_buffer *b, uint64_t dflt)
+{
+    uint64_t a = b->alignment ? b->alignment : dflt;
+    return a ? a : 1;
+}
+
+static uint64_t lifetime_length(int64_t lo, int64_t hi)
+{
+    return (uint64_t)hi - (uint64_t)lo; /* exact modulo 2^64 because hi > lo */
+}
+
+static int floor_log2(uint64_t v)
+{
+    return 63 - __builtin_clzll(v);
+}
+
+/* ---- the planner's working state ---------------------------------------------------------- */
+
+struct span { /* occupied addresses [a, b) of one placed buffer */
+    uint64_t a, b;
+};
+
+/* Buffers grouped by floor(log2(lifetime length)), each group sorted by lower. A buffer of
+ * group c overlapping [l, u) starts in (l - 2^(c+1), u), so one binary search per group finds
+ * every candidate with little slack, in O(n) memory whatever the lifetimes. */
+struct time_class {
+    uint32_t *ids;
+    int64_t *lo;
+    size_t n;
+    int log2len;
+};
+
+/*
+ * Union tree: for dense problems (thousands of buffers alive at once) the spans around one
+ * buffer are too many to collect and sort one by one. A segment tree over the elementary time
+ * segments keeps, per node, two sorted lists of disjoint address ranges, merged when they touch:
+ * `own`, the spans of the buffers whose lifetime covers the node (stored at the node's place in
+ * the canonical decomposition of the lifetime), and `sub`, the union of the spans of every
+ * buffer whose lifetime meets the node's range. A query for [l, r) reads `sub` of its canonical
+ * nodes and `own` of the nodes on the two boundary paths: together they cover exactly the spans
+ * of the buffers alive at some time in [l, r). A good layout is mostly contiguous, so the lists
+ * stay short. Insertion only: the search removes buffers and uses the time classes instead.
+ */
+struct span_list {
+    struct span *v;
+    uint32_t n, cap;
+};
+
+struct union_tree {
+    size_t leaves; /* a power of two */
+    uint32_t *first, *last; /* per buffer: leaf range [first, last) */
+    struct span_list *own, *sub;
+};
+
+static void union_tree_free(struct union_tree *t)
+{
+    if (!t)
+        return;
+    for (size_t x = 0; x < 2 * t->leaves && t->own; x++) {
+        free(t->own[x].v);
+        free(t->sub[x].v);
+    }
+    free(t->own);
+    free(t->sub);
+    free(t->first);
+    free(t->last);
+    free(t);
+}
+
+static void union_tree_clear(struct union_tree *t)
+{
+    for (size_t x = 0; x < 2 * t->leaves; x++)
+        t->own[x].n = t->sub[x].n = 0;
+}
+
+/* Add [s.a, s.b) to a sorted list of disjoint ranges, merging the ranges it meets or touches. */
+static int span_list_add(struct span_list *l, struct span s)
+{
+    uint32_t a = 0, b = l->n;
+    while (a < b) { /* first range ending at or after s.a */
+        uint32_t m = a + (b - a) / 2;
+        if (l->v[m].b < s.a)
+            a = m + 1;
+        else
+            b = m;
+    }
+    uint32_t j = a;
+    for (; j < l->n && l->v[j].a <= s.b; j++) {
+        s.a = l->v[j].a < s.a ? l->v[j].a : s.a;
+        s.b = l->v[j].b > s.b ? l->v[j].b : s.b;
+    }
+    if (j > a) { /* replace ranges a..j-1 by the merged one */
+        l->v[a] = s;
+        memmove(&l->v[a + 1], &l->v[j], (l->n - j) * sizeof *l->v);
+        l->n -= j - a - 1;
+        return 0;
+    }
+    if (l->n == l->cap) {
+        uint32_t cap = l->cap ? 2 * l->cap : 4;
+        struct span *v = realloc(l->v, cap * sizeof *v);
+        if (!v)
+            return -1;
+        l->v = v;
+        l->cap = cap;
+    }
+    memmove(&l->v[a + 1], &l->v[a], (l->n - a) * sizeof *l->v);
+    l->v[a] = s;
+    l->n++;
+    return 0;
+}
+
+static int union_tree_insert(struct union_tree *t, size_t i, struct span s)
+{
+    size_t a = t->first[i] + t->leaves, b = t->last[i] + t->leaves;
+    for (size_t x = a, y = b - 1; x >= 1; x /= 2, y /= 2) /* both boundary paths */
+        if (span_list_add(&t->sub[x], s) || (y != x && span_list_add(&t->sub[y], s)))
+            return -1;
+    for (; a < b; a /= 2, b /= 2) {
+        if (a & 1) {
+            if (span_list_add(&t->own[a], s) || span_list_add(&t->sub[a], s))
+                return -1;
+            a++;
+        }
+        if (b & 1) {
+            b--;
+            if (span_list_add(&t->own[b], s) || span_list_add(&t->sub[b], s))
+                return -1;
+        }
+    }
+    return 0;
+}
+
+struct planner {
+    size_t n;
+    int64_t *lo, *hi;
+    uint64_t *sz, *al; /* occupied size (rounded up to the alignment) and alignment */
+    uint64_t *off;
+    unsigned char *placed;
+    struct time_class cls[64];
+    int ncls;
+    struct span *seg, *tmp; /* scratch for the spans around one buffer */
+    size_t segcap;
+    struct union_tree *tree; /* built for dense problems; NULL otherwise */
+    int use_tree;            /* the tree mirrors the placed buffers */
+    uint64_t lb;
+    char *err;
+};
+
+enum fit { FIT_BEST, FIT_FIRST };
+
+static void planner_free(struct planner *p)
+{
+    free(p->lo);
+    free(p->hi);
+    free(p->sz);
+    free(p->al);
+    free(p->off);
+    free(p->placed);
+    for (int c = 0; c < p->ncls; c++) {
+        free(p->cls[c].ids);
+        free(p->cls[c].lo);
+    }
+    free(p->seg);
+    free(p->tmp);
+    union_tree_free(p->tree);
+}
+
+static int cmp_u64_pair(const void *x, const void *y)
+{
+    const uint64_t *a = x, *b = y;
+    if (a[0] != b[0])
+        return a[0] < b[0] ? -1 : 1;
+    return a[1] < b[1] ? -1 : a[1] > b[1];
+}
+
+static int build_index(struct planner *p)
+{
+    size_t count[64] = {0};
+    for (size_t i = 0; i < p->n; i++)
+        count[floor_log2(lifetime_length(p->lo[i], p->hi[i]))]++;
+    int slot[64];
+    p->ncls = 0;
+    for (int c = 0; c < 64; c++) {
+        slot[c] = -1;
+        if (!count[c])
+            continue;
+        struct time_class *tc = &p->cls[p->ncls];
+        tc->log2len = c;
+        tc->ids = malloc(count[c] * sizeof *tc->ids);
+        tc->lo = malloc(count[c] * sizeof *tc->lo);
+        slot[c] = p->ncls++;
+        if (!tc->ids || !tc->lo)
+            return -1;
+    }
+    /* Sort all buffers by lower once, then deal them into their classes in that order. */
+    uint64_t (*pairs)[2] = malloc(p->n * sizeof *pairs);
+    if (!pairs && p->n)
+        return -1;
+    for (size_t i = 0; i < p->n; i++) {
+        pairs[i][0] = (uint64_t)p->lo[i] ^ (1ull << 63); /* order-preserving for signed values */
+        pairs[i][1] = i;
+    }
+    qsort(pairs, p->n, sizeof *pairs, cmp_u64_pair);
+    for (size_t k = 0; k < p->n; k++) {
+        size_t i = pairs[k][1];
+        struct time_class *tc = &p->cls[slot[floor_log2(lifetime_length(p->lo[i], p->hi[i]))]];
+        tc->ids[tc->n] = (uint32_t)i;
+        tc->lo[tc->n++] = p->lo[i];
+    }
+    free(pairs);
+    return 0;
+}
+
+static int choose_structure(struct planner *p);
+
+static int planner_init(struct planner *p, const struct ws_plan_buffer *b, size_t n, uint64_t dflt_align,
+                        char *err)
+{
+    memset(p, 0, sizeof *p);
+    p->n = n;
+    p->err = err;
+    if (n > UINT32_MAX - 1) {
+        snprintf(p->err, 128, "too many buffers (%zu)", n);
+        return -1;
+    }
+    p->lo = malloc(n * sizeof *p->lo);
+    p->hi = malloc(n * sizeof *p->hi);
+    p->sz = malloc(n * sizeof *p->sz);
+    p->al = malloc(n * sizeof *p->al);
+    p->off = calloc(n ? n : 1, sizeof *p->off);
+    p->placed = calloc(n ? n : 1, 1);
+    if (n && (!p->lo || !p->hi || !p->sz || !p->al || !p->off || !p->placed))
+        goto oom;
+    uint64_t total = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (b[i].lower >= b[i].upper) {
+            snprintf(p->err, 128, "buffer %llu: lower (%lld) must be below upper (%lld)",
+                     (unsigned long long)b[i].id, (long long)b[i].lower, (long long)b[i].upper);
+            return -1;
+        }
+        p->lo[i] = b[i].lower;
+        p->hi[i] = b[i].upper;
+        p->al[i] = effective_alignment(&b[i], dflt_align);
+        /* Offsets never exceed the sum of all occupied sizes plus alignment padding, so
+         * checking that sum here keeps every later offset computation in range. */
+        if (round_up(b[i].size, p->al[i], &p->sz[i]) || __builtin_add_overflow(total, p->sz[i], &total) ||
+            __builtin_add_overflow(total, p->al[i], &total)) {
+            snprintf(p->err, 128, "buffer sizes overflow 64 bits");
+            return -1;
+        }
+    }
+    if (build_index(p) || choose_structure(p))
+        goto oom;
+    return 0;
+oom:
+    snprintf(p->err, 128, "out of memory");
+    return -1;
+}
+
+/* ---- finding the spans of placed buffers around one buffer --------------------------------- */
+
+static int reserve_spans(struct planner *p, size_t need)
+{
+    if (need <= p->segcap)
+        return 0;
+    size_t cap = p->segcap ? p->segcap : 256;
+    while (cap < need)
+        cap *= 2;
+    struct span *s = realloc(p->seg, cap * sizeof *s), *t;
+    if (!s)
+        return -1;
+    p->seg = s;
+    if (!(t = realloc(p->tmp, cap * sizeof *t)))
+        return -1;
+    p->tmp = t;
+    p->segcap = cap;
+    return 0;
+}
+
+static size_t first_at_or_after(const int64_t *lo, size_t n, __int128 key)
+{
+    size_t a = 0, b = n;
+    while (a < b) {
+        size_t m = a + (b - a) / 2;
+        if ((__int128)lo[m] < key)
+            a = m + 1;
+        else
+            b = m;
+    }
+    return a;
+}
+
+static int append_list(struct planner *p, size_t *k, const struct span_list *l)
+{
+    if (*k + l->n > p->segcap && reserve_spans(p, *k + l->n))
+        return -1;
+    memcpy(&p->seg[*k], l->v, l->n * sizeof *l->v);
+    *k += l->n;
+    return 0;
+}
+
+static long collect_spans_tree(struct planner *p, size_t i)
+{
+    const struct union_tree *t = p->tree;
+    size_t a = t->first[i] + t->leaves, b = t->last[i] + t->leaves, k = 0;
+    for (size_t x = a, y = b - 1; x >= 1; x /= 2, y /= 2)
+        if (append_list(p, &k, &t->own[x]) || (y != x && append_list(p, &k, &t->own[y])))
+            return -1;
+    for (; a < b; a /= 2, b /= 2) {
+        if ((a & 1) && append_list(p, &k, &t->sub[a++]))
+            return -1;
+        if ((b & 1) && append_list(p, &k, &t->sub[--b]))
+            return -1;
+    }
+    return (long)k;
+}
+
+/* Spans of the placed buffers (other than i) whose lifetimes overlap buffer i's; -1 on OOM. */
+static long collect_spans(struct planner *p, size_t i)
+{
+    if (p->use_tree)
+        return collect_spans_tree(p, i);
+    int64_t l = p->lo[i], u = p->hi[i];
+    size_t k = 0;
+    for (int c = 0; c < p->ncls; c++) {
+        const struct time_class *tc = &p->cls[c];
+        __int128 from = (__int128)l - ((__int128)1 << (tc->log2len + 1)) + 1;
+        for (size_t x = first_at_or_after(tc->lo, tc->n, from); x < tc->n && tc->lo[x] < u; x++) {
+            uint32_t j = tc->ids[x];
+            if (!p->placed[j] || p->hi[j] <= l || j == i || p->sz[j] == 0)
+                continue;
+            if (k == p->segcap && reserve_spans(p, k + 1))
+                return -1;
+            p->seg[k].a = p->off[j];
+            p->seg[k++].b = p->off[j] + p->sz[j];
+        }
+    }
+    return (long)k;
+}
+
+static void insertion_sort_spans(struct span *s, size_t n)
+{
+    for (size_t i = 1; i < n; i++) {
+        struct span v = s[i];
+        size_t j = i;
+        for (; j > 0 && s[j - 1].a > v.a; j--)
+            s[j] = s[j - 1];
+        s[j] = v;
+    }
+}
+
+/* LSD radix sort on the start address, 8 bits a pass, skipping the passes where every key
+ * agrees. */
+static void radix_sort_spans(struct planner *p, size_t n)
+{
+    uint64_t all_or = 0, all_and = ~0ull;
+    for (size_t i = 0; i < n; i++) {
+        all_or |= p->seg[i].a;
+        all_and &= p->seg[i].a;
+    }
+    uint64_t differ = all_or ^ all_and;
+    struct span *src = p->seg, *dst = p->tmp;
+    for (int shift = 0; shift < 64; shift += 8) {
+        if (!((differ >> shift) & 0xff))
+            continue;
+        size_t cnt[257] = {0};
+        for (size_t i = 0; i < n; i++)
+            cnt[((src[i].a >> shift) & 0xff) + 1]++;
+        for (int d = 0; d < 256; d++)
+            cnt[d + 1] += cnt[d];
+        for (size_t i = 0; i < n; i++)
+            dst[cnt[(src[i].a >> shift) & 0xff]++] = src[i];
+        struct span *t = src;
+        src = dst;
+        dst = t;
+    }
+    if (src != p->seg) {
+        p->tmp = p->seg;
+        p->seg = src;
+    }
+}
+
+static void sort_spans(struct planner *p, size_t n)
+{
+    if (n < 48)
+        insertion_sort_spans(p->seg, n);
+    else
+        radix_sort_spans(p, n);
+}
+
+/* Choose buffer i's offset among the free gaps next to the placed buffers that overlap it in
+ * time: the smallest gap that fits (best fit) or the lowest (first fit); above all of them
+ * when no gap fits. 0 on success, -1 on OOM. */
+static int place(struct planner *p, size_t i, enum fit fit)
+{
+    long k = collect_spans(p, i);
+    if (k < 0)
+        return -1;
+    sort_spans(p, (size_t)k);
+    uint64_t size = p->sz[i], al = p->al[i], cur = 0, best_gap = UINT64_MAX, best = UINT64_MAX;
+    for (long x = 0; x < k; x++) {
+        const struct span *s = &p->seg[x];
+        if (s->a > cur && s->a - cur >= size) {
+            uint64_t o;
+            round_up(cur, al, &o); /* cannot overflow: below s->a */
+            if (o <= s->a && s->a - o >= size && s->a - cur < best_gap) {
+                best_gap = s->a - cur;
+                best = o;
+                if (fit == FIT_FIRST)
+                    break;
+            }
+        }
+        if (s->b > cur)
+            cur = s->b;
+    }
+    if (best == UINT64_MAX)
+        round_up(cur, al, &best); /* bounded by the checked total in planner_init */
+    p->off[i] = best;
+    p->placed[i] = 1;
+    return 0;
+}
+
+/* Place every buffer in the given order; returns the peak, UINT64_MAX on OOM. */
+static uint64_t decode(struct planner *p, const uint32_t *order, enum fit fit)
+{
+    memset(p->placed, 0, p->n);
+    p->use_tree = p->tree != NULL;
+    if (p->use_tree)
+        union_tree_clear(p->tree);
+    uint64_t peak = 0;
+    for (size_t k = 0; k < p->n; k++) {
+        uint32_t i = order[k];
+        if (place(p, i, fit))
+            return UINT64_MAX;
+        if (p->use_tree && p->sz[i] &&
+            union_tree_insert(p->tree, i, (struct span){p->off[i], p->off[i] + p->sz[i]}))
+            return UINT64_MAX;
+        if (p->off[i] + p->sz[i] > peak)
+            peak = p->off[i] + p->sz[i];
+    }
+    return peak;
+}
+
+/* ---- load profile and load bound ---------------------------------------------------------- */
+
+struct event {
+    int64_t t;
+    int kind; /* 0 = end, 1 = start: at equal times ends come first (half-open lifetimes) */
+    uint64_t size;
+};
+
+static int cmp_event(const void *x, const void *y)
+{
+    const struct event *a = x, *b = y;
+    if (a->t != b->t)
+        return a->t < b->t ? -1 : 1;
+    return a->kind - b->kind;
+}
+
+static uint64_t load_bound_of(const int64_t *lo, const int64_t *hi, const uint64_t *sz, size_t n)
+{
+    struct event *ev = malloc(2 * n * sizeof *ev + 1);
+    if (!ev)
+        return UINT64_MAX;
+    for (size_t i = 0; i < n; i++) {
+        ev[2 * i] = (struct event){lo[i], 1, sz[i]};
+        ev[2 * i + 1] = (struct event){hi[i], 0, sz[i]};
+    }
+    qsort(ev, 2 * n, sizeof *ev, cmp_event);
+    uint64_t live = 0, best = 0;
+    for (size_t k = 0; k < 2 * n; k++) {
+        if (ev[k].kind == 0) {
+            live -= ev[k].size;
+        } else if (__builtin_add_overflow(live, ev[k].size, &live)) {
+            best = UINT64_MAX;
+            break;
+        }
+        if (live > best)
+            best = live;
+    }
+    free(ev);
+    return best;
+}
+
+uint64_t ws_plan_load_bound(const struct ws_plan_buffer *b, size_t n, uint64_t default_alignment)
+{
+    int64_t *lo = malloc(n * sizeof *lo + 1), *hi = malloc(n * sizeof *hi + 1);
+    uint64_t *sz = malloc(n * sizeof *sz + 1), lb = UINT64_MAX;
+    if (!lo || !hi || !sz)
+        goto out;
+    for (size_t i = 0; i < n; i++) {
+        lo[i] = b[i].lower;
+        hi[i] = b[i].upper;
+        if (round_up(b[i].size, effective_alignment(&b[i], default_alignment), &sz[i]))
+            goto out;
+    }
+    lb = load_bound_of(lo, hi, sz, n);
+out:
+    free(lo);
+    free(hi);
+    free(sz);
+    return lb;
+}
+
+/* For every buffer, the largest load over its lifetime ("breadth"), for the breadth-first
+ * order: a buffer that lives through the busiest moment constrains the peak most. */
+static int breadth_of(const struct planner *p, uint64_t *breadth)
+{
+    size_t n = p->n, m = 0;
+    int64_t *times = malloc(2 * n * sizeof *times + 1);
+    uint64_t *delta = NULL, *tree = NULL;
+    int rc = -1;
+    if (!times)
+        goto out;
+    for (size_t i = 0; i < n; i++) {
+        times[m++] = p->lo[i];
+        times[m++] = p->hi[i];
+    }
+    uint64_t(*tmp)[2] = malloc(m * sizeof *tmp + 1);
+    if (!tmp)
+        goto out;
+    for (size_t k = 0; k < m; k++)
+        tmp[k][0] = (uint64_t)times[k] ^ (1ull << 63), tmp[k][1] = 0;
+    qsort(tmp, m, sizeof *tmp, cmp_u64_pair);
+    size_t u = 0;
+    for (size_t k = 0; k < m; k++)
+        if (u == 0 || tmp[k][0] != tmp[u - 1][0])
+            tmp[u++][0] = tmp[k][0];
+    for (size_t k = 0; k < u; k++)
+        times[k] = (int64_t)(tmp[k][0] ^ (1ull << 63));
+    free(tmp);
+    size_t leaves = 1;
+    while (leaves < u)
+        leaves *= 2;
+    delta = calloc(u + 1, sizeof *delta);
+    tree = calloc(2 * leaves, sizeof *tree);
+    if (!delta || !tree)
+        goto out;
+    for (size_t i = 0; i < n; i++) { /* differences; unsigned wrap-around cancels exactly */
+        delta[first_at_or_after(times, u, p->lo[i])] += p->sz[i];
+        delta[first_at_or_after(times, u, p->hi[i])] -= p->sz[i];
+    }
+    uint64_t live = 0;
+    for (size_t k = 0; k < u; k++)
+        tree[leaves + k] = live += delta[k];
+    for (size_t k = leaves - 1; k >= 1; k--)
+        tree[k] = tree[2 * k] > tree[2 * k + 1] ? tree[2 * k] : tree[2 * k + 1];
+    for (size_t i = 0; i < n; i++) {
+        size_t a = first_at_or_after(times, u, p->lo[i]) + leaves;
+        size_t b = first_at_or_after(times, u, p->hi[i]) + leaves; /* query [a, b) */
+        uint64_t best = 0;
+        for (; a < b; a /= 2, b /= 2) {
+            if (a & 1)
+                best = tree[a] > best ? tree[a] : best, a++;
+            if (b & 1)
+                b--, best = tree[b] > best ? tree[b] : best;
+        }
+        breadth[i] = best;
+    }
+    rc = 0;
+out:
+    free(times);
+    free(delta);
+    free(tree);
+    return rc;
+}
+
+/* ---- orders ------------------------------------------------------------------------------- */
+
+enum order_kind { ORDER_SIZE, ORDER_BREADTH, ORDER_LENGTH, ORDER_AREA, ORDER_COUNT };
+
+struct order_key {
+    uint64_t k1, k2, k3;
+    uint32_t idx;
+};
+
+static int cmp_order_key(const void *x, const void *y)
+{
+    const struct order_key *a = x, *b = y;
+    if (a->k1 != b->k1)
+        return a->k1 > b->k1 ? -1 : 1; /* descending */
+    if (a->k2 != b->k2)
+        return a->k2 > b->k2 ? -1 : 1;
+    if (a->k3 != b->k3)
+        return a->k3 < b->k3 ? -1 : 1; /* ascending: earlier first */
+    return a->idx < b->idx ? -1 : a->idx > b->idx;
+}
+
+static uint64_t saturating_mul(uint64_t a, uint64_t b)
+{
+    uint64_t r;
+    return __builtin_mul_overflow(a, b, &r) ? UINT64_MAX : r;
+}
+
+/* noise > 0 scales each primary key by a random factor in (1 - noise, 1]: nearby orders that
+ * the search samples. */
+static int make_order(const struct planner *p, enum order_kind kind, const uint64_t *breadth, double noise,
+                      uint64_t *rng, uint32_t *order)
+{
+    struct order_key *keys = malloc(p->n * sizeof *keys + 1);
+    if (!keys)
+        return -1;
+    for (size_t i = 0; i < p->n; i++) {
+        uint64_t len = lifetime_length(p->lo[i], p->hi[i]);
+        uint64_t start = (uint64_t)p->lo[i] ^ (1ull << 63);
+        struct order_key *k = &keys[i];
+        k->idx = (uint32_t)i;
+        switch (kind) {
+        case ORDER_SIZE:
+            *k = (struct order_key){p->sz[i], len, start, (uint32_t)i};
+            break;
+        case ORDER_BREADTH:
+            *k = (struct order_key){breadth[i], p->sz[i], start, (uint32_t)i};
+            break;
+        case ORDER_LENGTH:
+            *k = (struct order_key){len, p->sz[i], start, (uint32_t)i};
+            break;
+        default:
+            *k = (struct order_key){saturating_mul(len, p->sz[i]), p->sz[i], start, (uint32_t)i};
+            break;
+        }
+        if (noise > 0)
+            k->k1 = (uint64_t)((double)k->k1 * (1.0 - noise * (double)(rng_next(rng) >> 11) * 0x1p-53));
+    }
+    qsort(keys, p->n, sizeof *keys, cmp_order_key);
+    for (size_t i = 0; i < p->n; i++)
+        order[i] = keys[i].idx;
+    free(keys);
+    return 0;
+}
+
+/* ---- choosing the structure for overlap queries ------------------------------------------- */
+
+static int cmp_i64(const void *x, const void *y)
+{
+    int64_t a = *(const int64_t *)x, b = *(const int64_t *)y;
+    return a < b ? -1 : a > b;
+}
+
+/* Average number of buffers whose lifetime meets a buffer's: n minus those that start at or
+ * after its end minus those that end at or before its start. */
+static double average_overlap(const struct planner *p, int64_t *los, int64_t *his)
+{
+    size_t n = p->n;
+    memcpy(los, p->lo, n * sizeof *los);
+    memcpy(his, p->hi, n * sizeof *his);
+    qsort(los, n, sizeof *los, cmp_i64);
+    qsort(his, n, sizeof *his, cmp_i64);
+    double total = 0;
+    for (size_t i = 0; i < n; i++) {
+        size_t starting_after = n - first_at_or_after(los, n, p->hi[i]);
+        size_t ending_before = first_at_or_after(his, n, (__int128)p->lo[i] + 1);
+        total += (double)(n - starting_after - ending_before);
+    }
+    return n ? total / (double)n : 0;
+}
+
+static size_t unique_i64(int64_t *v, size_t n)
+{
+    size_t u = 0;
+    for (size_t k = 0; k < n; k++)
+        if (u == 0 || v[k] != v[u - 1])
+            v[u++] = v[k];
+    return u;
+}
+
+static int build_union_tree(struct planner *p, int64_t *times)
+{
+    size_t n = p->n, m = 0;
+    for (size_t i = 0; i < n; i++)
+        times[m++] = p->lo[i], times[m++] = p->hi[i];
+    qsort(times, m, sizeof *times, cmp_i64);
+    m = unique_i64(times, m);
+    struct union_tree *t = calloc(1, sizeof *t);
+    if (!t)
+        return -1;
+    p->tree = t;
+    t->leaves = 1;
+    while (t->leaves < m - 1)
+        t->leaves *= 2;
+    t->own = calloc(2 * t->leaves, sizeof *t->own);
+    t->sub = calloc(2 * t->leaves, sizeof *t->sub);
+    t->first = malloc(n * sizeof *t->first);
+    t->last = malloc(n * sizeof *t->last);
+    if (!t->own || !t->sub || !t->first || !t->last)
+        return -1;
+    for (size_t i = 0; i < n; i++) {
+        t->first[i] = (uint32_t)first_at_or_after(times, m, p->lo[i]);
+        t->last[i] = (uint32_t)first_at_or_after(times, m, p->hi[i]);
+    }
+    return 0;
+}
+
+/* Below this many overlapping buffers on average, collecting them one by one is cheaper than
+ * keeping the union tree up to date. */
+#define DENSE_OVERLAP 256.0
+
+static int choose_structure(struct planner *p)
+{
+    int64_t *a = malloc(2 * p->n * sizeof *a + 1), *b = malloc(p->n * sizeof *b + 1);
+    int rc = -1;
+    if (!a || !b)
+        goto out;
+    const char *force = getenv("WS_PLAN_TREE");
+    double threshold = force ? atof(force) : DENSE_OVERLAP;
+    rc = p->n >= 2 && average_overlap(p, a, b) >= threshold ? build_union_tree(p, a) : 0;
+out:
+    free(a);
+    free(b);
+    return rc;
+}
+
+/* ---- the portfolio ------------------------------------------------------------------------ */
+
+struct heuristic {
+    enum order_kind order;
+    enum fit fit;
+    const char *name;
+};
+
+/* The portfolio includes the reference, best-fit by decreasing size, and keeps the smallest
+ * peak, so the default is never worse than the reference; it stops early only at the load
+ * bound, which nothing beats. Breadth-first comes first because it most often reaches it. */
+static const struct heuristic portfolio[] = {
+    {ORDER_BREADTH, FIT_BEST, "best-fit-breadth"},
+    {ORDER_SIZE, FIT_BEST, "best-fit-decreasing-size"},
+    {ORDER_SIZE, FIT_FIRST, "first-fit-decreasing-size"},
+    {ORDER_AREA, FIT_BEST, "best-fit-decreasing-area"},
+    {ORDER_LENGTH, FIT_BEST, "best-fit-decreasing-lifetime"},
+};
+
+struct best_plan {
+    uint64_t *off;
+    uint64_t peak;
+    const char *name;
+};
+
+static int try_order(struct planner *p, const uint32_t *order, enum fit fit, const char *name, struct best_plan *best)
+{
+    uint64_t peak = decode(p, order, fit);
+    if (peak == UINT64_MAX)
+        return -1;
+    if (peak < best->peak) {
+        best->peak = peak;
+        best->name = name;
+        memcpy(best->off, p->off, p->n * sizeof *best->off);
+    }
+    return 0;
+}
+
+static int run_portfolio(struct planner *p, const uint64_t *breadth, uint32_t *order, struct best_plan *best)
+{
+    for (size_t h = 0; h < sizeof portfolio / sizeof portfolio[0] && best->peak > p->lb; h++)
+        if (make_order(p, portfolio[h].order, breadth, 0, NULL, order) ||
+            try_order(p, order, portfolio[h].fit, portfolio[h].name, best))
+            return -1;
+    return 0;
+}
+
+/* First half of the search: the portfolio's decoders on randomly perturbed orders. */
+static int perturbed_orders(struct planner *p, const uint64_t *breadth, uint32_t *order, struct best_plan *best,
+                            uint64_t *rng, double deadline)
+{
+    static const double noise[] = {0.001, 0.01, 0.05, 0.2};
+    const char *start_name = best->name;
+    while (best->peak > p->lb && now_s() < deadline) {
+        const struct heuristic *h = &portfolio[rng_below(rng, sizeof portfolio / sizeof portfolio[0])];
+        if (make_order(p, h->order, breadth, noise[rng_below(rng, 4)], rng, order) ||
+            try_order(p, order, rng_below(rng, 2) ? FIT_BEST : FIT_FIRST, start_name, best))
+            return -1;
+    }
+    return 0;
+}
+
+/* ---- the improving search ----------------------------------------------------------------- */
+
+/*
+ * Large-neighbourhood search on the placement itself. The state is a complete plan with peak P;
+ * the target is T = P - 1 and the objective, lexicographically, (P, number of buffers ending
+ * above T). A move picks one buffer ending above T, removes it and the buffers overlapping it in
+ * time that end above a random height, and re-inserts them (largest first or in random order,
+ * best or first fit) around the buffers that stayed. A move that ends a buffer above P, or that
+ * leaves more buffers above T, is undone. When no buffer ends above T the peak has dropped.
+ */
+struct search {
+    struct planner *p;
+    uint64_t peak, target;
+    size_t over;            /* buffers ending above target */
+    uint32_t *over_list;    /* candidates (lazily cleaned) */
+    size_t nover_list;
+    unsigned char *in_list;
+    uint32_t *moved;        /* the neighbourhood of the current move */
+    uint64_t *saved_off;    /* per buffer: its offset before the current move */
+    size_t nmoved, cap;
+    uint64_t rng;
+};
+
+static uint64_t top_of(const struct planner *p, size_t i)
+{
+    return p->off[i] + p->sz[i];
+}
+
+static int search_reset(struct search *s)
+{
+    struct planner *p = s->p;
+    s->peak = 0;
+    for (size_t i = 0; i < p->n; i++)
+        if (top_of(p, i) > s->peak)
+            s->peak = top_of(p, i);
+    s->target = s->peak ? s->peak - 1 : 0;
+    s->over = 0;
+    s->nover_list = 0;
+    memset(s->in_list, 0, p->n);
+    for (size_t i = 0; i < p->n; i++)
+        if (top_of(p, i) > s->target) {
+            s->over++;
+            s->over_list[s->nover_list++] = (uint32_t)i;
+            s->in_list[i] = 1;
+        }
+    return 0;
+}
+
+static long pick_over(struct search *s)
+{
+    while (s->nover_list) {
+        size_t k = rng_below(&s->rng, s->nover_list);
+        uint32_t i = s->over_list[k];
+        if (top_of(s->p, i) > s->target)
+            return i;
+        s->in_list[i] = 0;
+        s->over_list[k] = s->over_list[--s->nover_list];
+    }
+    return -1;
+}
+
+static int add_moved(struct search *s, uint32_t i)
+{
+    if (s->nmoved == s->cap) {
+        size_t cap = s->cap ? 2 * s->cap : 256;
+        uint32_t *m = realloc(s->moved, cap * sizeof *m);
+        if (!m)
+            return -1;
+        s->moved = m;
+        s->cap = cap;
+    }
+    s->moved[s->nmoved++] = i;
+    s->saved_off[i] = s->p->off[i];
+    return 0;
+}
+
+/* The neighbourhood of buffer v: v and the buffers overlapping it in time that end above a
+ * random height between v's offset minus a random share of the peak and v's top. */
+static int choose_neighbourhood(struct search *s, uint32_t v)
+{
+    struct planner *p = s->p;
+    s->nmoved = 0;
+    if (add_moved(s, v))
+        return -1;
+    uint64_t depth = (s->peak / 64 + 1) * (1 + rng_below(&s->rng, 16));
+    uint64_t floor = p->off[v] > depth ? p->off[v] - depth : 0;
+    size_t limit = 8 + rng_below(&s->rng, 56);
+    int64_t l = p->lo[v], u = p->hi[v];
+    for (int c = 0; c < p->ncls; c++) {
+        const struct time_class *tc = &p->cls[c];
+        __int128 from = (__int128)l - ((__int128)1 << (tc->log2len + 1)) + 1;
+        for (size_t x = first_at_or_after(tc->lo, tc->n, from); x < tc->n && tc->lo[x] < u; x++) {
+            uint32_t j = tc->ids[x];
+            if (j == v || p->hi[j] <= l || top_of(p, j) <= floor || p->sz[j] == 0)
+                continue;
+            /* Reservoir-style thinning keeps large neighbourhoods bounded and random. */
+            if (s->nmoved > limit && rng_below(&s->rng, s->nmoved) >= limit)
+                continue;
+            if (add_moved(s, j))
+                return -1;
+        }
+    }
+    return 0;
+}
+
+static int cmp_moved_size(const void *x, const void *y, void *ctx)
+{
+    const struct planner *p = ctx;
+    uint32_t a = *(const uint32_t *)x, b = *(const uint32_t *)y;
+    if (p->sz[a] != p->sz[b])
+        return p->sz[a] > p->sz[b] ? -1 : 1;
+    return a < b ? -1 : a > b;
+}
+
+/* One move; returns 1 accepted, 0 undone, -1 on OOM. */
+static int search_move(struct search *s, uint32_t v)
+{
+    struct planner *p = s->p;
+    if (choose_neighbourhood(s, v))
+        return -1;
+    size_t over_before = s->over;
+    for (size_t k = 0; k < s->nmoved; k++) {
+        uint32_t i = s->moved[k];
+        if (top_of(p, i) > s->target)
+            s->over--;
+        p->placed[i] = 0;
+    }
+    uint64_t r = rng_next(&s->rng);
+    if (r & 1) {
+        qsort_r(s->moved, s->nmoved, sizeof *s->moved, cmp_moved_size, p);
+    } else {
+        for (size_t k = s->nmoved; k > 1; k--) { /* shuffle */
+            size_t j = rng_below(&s->rng, k);
+            uint32_t t = s->moved[k - 1];
+            s->moved[k - 1] = s->moved[j];
+            s->moved[j] = t;
+        }
+    }
+    enum fit fit = (r & 6) == 0 ? FIT_FIRST : FIT_BEST;
+    int worse = 0;
+    for (size_t k = 0; k < s->nmoved; k++) {
+        uint32_t i = s->moved[k];
+        if (place(p, i, fit))
+            return -1;
+        if (top_of(p, i) > s->peak) {
+            worse = 1;
+            break;
+        }
+        if (top_of(p, i) > s->target)
+            s->over++;
+    }
+    if (!worse && s->over <= over_before) {
+        for (size_t k = 0; k < s->nmoved; k++) {
+            uint32_t i = s->moved[k];
+            p->placed[i] = 1;
+            if (top_of(p, i) > s->target && !s->in_list[i]) {
+                s->in_list[i] = 1;
+                s->over_list[s->nover_list++] = i;
+            }
+        }
+        return 1;
+    }
+    for (size_t k = 0; k < s->nmoved; k++) {
+        p->off[s->moved[k]] = s->saved_off[s->moved[k]];
+        p->placed[s->moved[k]] = 1;
+    }
+    s->over = over_before;
+    return 0;
+}
+
+/* Improve p->off (a complete plan) until the deadline or the load bound. */
+static int search_improve(struct planner *p, uint64_t seed, double deadline, int *improved)
+{
+    struct search s = {.p = p, .rng = seed ^ 0x5851f42d4c957f2dull};
+    int rc = -1;
+    uint64_t start_peak = 0;
+    s.over_list = malloc(p->n * sizeof *s.over_list + 1);
+    s.in_list = malloc(p->n + 1);
+    s.saved_off = malloc(p->n * sizeof *s.saved_off + 1);
+    if (!s.over_list || !s.in_list || !s.saved_off)
+        goto out;
+    memset(p->placed, 1, p->n);
+    p->use_tree = 0; /* the search removes buffers; the union tree cannot */
+    search_reset(&s);
+    start_peak = s.peak;
+    for (unsigned iter = 0; s.peak > p->lb; iter++) {
+        if ((iter & 15) == 0 && now_s() >= deadline)
+            break;
+        long v = pick_over(&s);
+        if (v < 0 || s.over == 0) {
+            search_reset(&s); /* the peak dropped */
+            continue;
+        }
+        if (search_move(&s, (uint32_t)v) < 0)
+            goto out;
+        if (s.over == 0)
+            search_reset(&s);
+    }
+    *improved = s.peak < start_peak;
+    rc = 0;
+out:
+    free(s.over_list);
+    free(s.in_list);
+    free(s.moved);
+    free(s.saved_off);
+    return rc;
+}
+
+/* ---- validation --------------------------------------------------------------------------- */
+
+struct live_entry {
+    uint64_t off, end;
+};
+
+static int cmp_size_t_event(const void *x, const void *y)
+{
+    const uint64_t *a = x, *b = y; /* {time ^ sign, kind, index} */
+    if (a[0] != b[0])
+        return a[0] < b[0] ? -1 : 1;
+    if (a[1] != b[1])
+        return a[1] < b[1] ? -1 : 1;
+    return a[2] < b[2] ? -1 : a[2] > b[2];
+}
+
+static size_t live_lower_bound(const struct live_entry *live, size_t n, uint64_t off)
+{
+    size_t a = 0, b = n;
+    while (a < b) {
+        size_t m = a + (b - a) / 2;
+        if (live[m].off < off)
+            a = m + 1;
+        else
+            b = m;
+    }
+    return a;
+}
+
+/* Sweep over time keeping the live blocks sorted by offset: a new block overlaps some live
+ * block exactly when it overlaps one of its two neighbours in that order. */
+int ws_plan_validate(const struct ws_plan_buffer *b, size_t n, uint64_t default_alignment, uint64_t *peak)
+{
+    uint64_t(*ev)[3] = malloc(2 * n * sizeof *ev + 1);
+    struct live_entry *live = malloc(n * sizeof *live + 1);
+    size_t nlive = 0;
+    int ok = -1;
+    uint64_t top = 0;
+    if (!ev || !live)
+        goto out;
+    ok = 0;
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint64_t a = effective_alignment(&b[i], default_alignment), sz, end;
+        if (b[i].lower >= b[i].upper || b[i].offset % a || round_up(b[i].size, a, &sz) ||
+            __builtin_add_overflow(b[i].offset, sz, &end))
+            goto out;
+        if (end > top)
+            top = end;
+        if (sz == 0)
+            continue;
+        ev[m][0] = (uint64_t)b[i].lower ^ (1ull << 63), ev[m][1] = 1, ev[m++][2] = i;
+        ev[m][0] = (uint64_t)b[i].upper ^ (1ull << 63), ev[m][1] = 0, ev[m++][2] = i;
+    }
+    qsort(ev, m, sizeof *ev, cmp_size_t_event);
+    for (size_t k = 0; k < m; k++) {
+        const struct ws_plan_buffer *x = &b[ev[k][2]];
+        uint64_t a = effective_alignment(x, default_alignment), sz;
+        round_up(x->size, a, &sz);
+        struct live_entry e = {x->offset, x->offset + sz};
+        size_t pos = live_lower_bound(live, nlive, e.off);
+        if (ev[k][1] == 0) { /* end: remove the entry with this offset (offsets are unique) */
+            memmove(&live[pos], &live[pos + 1], (nlive - pos - 1) * sizeof *live);
+            nlive--;
+            continue;
+        }
+        if ((pos < nlive && live[pos].off < e.end) || (pos > 0 && live[pos - 1].end > e.off))
+            goto out;
+        memmove(&live[pos + 1], &live[pos], (nlive - pos) * sizeof *live);
+        live[pos] = e;
+        nlive++;
+    }
+    ok = 1;
+    if (peak)
+        *peak = top;
+out:
+    free(ev);
+    free(live);
+    return ok;
+}
+
+/* ---- entry point -------------------------------------------------------------------------- */
+
+/* The portfolio, then with a time limit: perturbed orders for the first half of the time and
+ * the neighbourhood search from the best plan for the rest. */
+static int plan_all(struct planner *p, const struct ws_plan_options *o, double t0, struct best_plan *best,
+                    char *algorithm, size_t alen)
+{
+    uint32_t *order = malloc(p->n * sizeof *order + 1);
+    uint64_t *breadth = malloc(p->n * sizeof *breadth + 1);
+    uint64_t rng = o->seed ^ 0x2545f4914f6cdd1dull;
+    int rc = -1;
+    if (!order || !breadth || breadth_of(p, breadth) || run_portfolio(p, breadth, order, best))
+        goto out;
+    uint64_t portfolio_peak = best->peak;
+    if (o->time_limit_s > 0 && best->peak > p->lb) {
+        double end = t0 + o->time_limit_s, half = t0 + (now_s() - t0 + o->time_limit_s) / 2;
+        if (perturbed_orders(p, breadth, order, best, &rng, half))
+            goto out;
+        int improved = 0;
+        memcpy(p->off, best->off, p->n * sizeof *best->off);
+        if (best->peak > p->lb && search_improve(p, rng, end, &improved))
+            goto out;
+        if (improved)
+            memcpy(best->off, p->off, p->n * sizeof *best->off);
+    }
+    snprintf(algorithm, alen, "%s%s", best->name, best->peak < portfolio_peak ? "+search" : "");
+    rc = 0;
+out:
+    free(order);
+    free(breadth);
+    return rc;
+}
+
+int ws_plan_solve(struct ws_plan_buffer *b, size_t n, const struct ws_plan_options *o, struct ws_plan_result *r)
+{
+    double t0 = now_s();
+    struct planner p;
+    struct best_plan best = {NULL, UINT64_MAX, "empty"};
+    int rc = -1;
+    memset(r, 0, sizeof *r);
+    r->buffers = n;
+    if (planner_init(&p, b, n, o->alignment, r->error))
+        goto out;
+    p.lb = load_bound_of(p.lo, p.hi, p.sz, n);
+    best.off = calloc(n + 1, sizeof *best.off);
+    if (!best.off || p.lb == UINT64_MAX) {
+        snprintf(r->error, sizeof r->error, best.off ? "buffer sizes overflow 64 bits" : "out of memory");
+        goto out;
+    }
+    if (n == 0)
+        snprintf(r->algorithm, sizeof r->algorithm, "empty");
+    else if (plan_all(&p, o, t0, &best, r->algorithm, sizeof r->algorithm)) {
+        snprintf(r->error, sizeof r->error, "out of memory");
+        goto out;
+    }
+    for (size_t i = 0; i < n; i++)
+        b[i].offset = best.off[i];
+    r->load_bound_bytes = p.lb;
+    r->valid = ws_plan_validate(b, n, o->alignment, &r->peak_bytes) == 1;
+    if (!r->valid) {
+        snprintf(r->error, sizeof r->error, "internal error: the plan does not validate");
+        goto out;
+    }
+    rc = 0;
+out:
+    planner_free(&p);
+    free(best.off);
+    r->seconds = now_s() - t0;
+    return rc;
+}
