@@ -355,8 +355,10 @@ static int read_blocks(struct trace_ctx *t, struct trace_plan *p, uint64_t align
     static const char sql[] =
         "SELECT l.allocation_id, l.alloc_seq, l.node_name_id, l.class, l.slot, l.start_event, l.end_event, "
         "       l.bytes, CASE WHEN l.class = 'workspace' THEN "
-        "         (SELECT MAX(d.bytes) FROM declarations d WHERE d.level = 2 AND d.node_name_id = l.node_name_id "
-        "          AND d.slot = l.slot) END "
+        "         (SELECT MAX(d.bytes) FROM declarations d LEFT JOIN runs dr ON dr.id = d.run_id "
+        "          WHERE d.level = 2 AND d.node_name_id = l.node_name_id AND d.slot = l.slot "
+        /* a kernel declares for the shapes it was created for: only this shape key's runs count */
+        "          AND (d.run_id IS NULL OR dr.shape_key_id IS (SELECT shape_key_id FROM runs WHERE id = ?1))) END "
         "FROM lifetimes l WHERE l.run_id = ?1 AND l.class IN ('workspace', 'activation') "
         "AND l.end_event IS NOT NULL ORDER BY l.alloc_seq, l.allocation_id";
     sqlite3_stmt *st = NULL;

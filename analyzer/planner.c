@@ -750,9 +750,7 @@ static int choose_structure(struct planner *p)
     int rc = -1;
     if (!a || !b)
         goto out;
-    const char *force = getenv("WS_PLAN_TREE");
-    double threshold = force ? atof(force) : DENSE_OVERLAP;
-    rc = p->n >= 2 && average_overlap(p, a, b) >= threshold ? build_union_tree(p, a) : 0;
+    rc = p->n >= 2 && average_overlap(p, a, b) >= DENSE_OVERLAP ? build_union_tree(p, a) : 0;
 out:
     free(a);
     free(b);

@@ -207,9 +207,9 @@ static void finish(const struct outputs *o, const struct ws_allocator *a,
         printf("plan: %" PRIu64 " planned allocations, %" PRIu64 " fallbacks\n", a->planned,
                a->fallbacks);
         snprintf(text, sizeof text, "%" PRIu64, a->planned);
-        wstrace_metadata("wsk.planned_allocations", text);
+        wstrace_metadata("planned_allocations", text);
         snprintf(text, sizeof text, "%" PRIu64, a->fallbacks);
-        wstrace_metadata("wsk.plan_fallbacks", text);
+        wstrace_metadata("plan_fallbacks", text);
     }
     snprintf(text, sizeof text, "%016" PRIx64, o->checksum);
     wstrace_metadata("output_checksum", text);

@@ -1,0 +1,50 @@
+/*
+ * planner_smoke: the planner and its CSV reader without Criterion, for the ThreadSanitizer
+ * build (where Criterion cannot run, see tests/CMakeLists.txt). Plans random problems and the
+ * smallest shared problem file, checks validity and the load bound, exits 1 on a failure.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "problem_csv.h"
+
+static int check(struct ws_plan_buffer *b, size_t n, double limit, const char *what)
+{
+    struct ws_plan_options o = {1, limit, 1};
+    struct ws_plan_result r;
+    uint64_t peak;
+    if (ws_plan_solve(b, n, &o, &r) || !r.valid || ws_plan_validate(b, n, 1, &peak) != 1 ||
+        peak != r.peak_bytes || r.peak_bytes < r.load_bound_bytes) {
+        fprintf(stderr, "planner_smoke: %s: failed (%s)\n", what, r.error);
+        return 1;
+    }
+    return 0;
+}
+
+int main(void)
+{
+    int failed = 0;
+    uint64_t s = 12345;
+    for (int round = 0; round < 10; round++) {
+        size_t n = 100 + (size_t)round * 50;
+        struct ws_plan_buffer *b = calloc(n, sizeof *b);
+        for (size_t i = 0; i < n; i++) {
+            s = s * 6364136223846793005ull + 1442695040888963407ull;
+            int64_t lo = (int64_t)((s >> 33) % 300);
+            b[i] = (struct ws_plan_buffer){.id = i, .lower = lo, .upper = lo + 1 + (int64_t)((s >> 20) % 40),
+                                           .size = 1 + (s >> 40) % 4096};
+        }
+        failed |= check(b, n, round % 3 == 0 ? 0.1 : 0, "random problem");
+        free(b);
+    }
+    struct ws_problem pr;
+    char err[512];
+    const char *path = WS_SOURCE_DIR "/../shared/data/allocation-problems/somas_non_existent.csv";
+    if (ws_problem_read(path, &pr, err, sizeof err) == 0) {
+        failed |= check(pr.buffers, pr.n, 0, path);
+        ws_problem_free(&pr);
+    }
+    if (!failed)
+        puts("planner_smoke: ok");
+    return failed;
+}

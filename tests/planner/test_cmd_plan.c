@@ -1,0 +1,288 @@
+/* `wstrace plan`: on the shared problem files, on bad input, and on a small synthetic trace. */
+#include <criterion/criterion.h>
+#include <dirent.h>
+#include <jansson.h>
+#include <sqlite3.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "commands.h"
+#include "planner.h"
+#include "problem_csv.h"
+#include "tracedb.h"
+
+/* The CLI's ws_error lives in main.c, which tests do not link: the same one line on stderr
+ * (weak, so that another test file's definition may win). */
+__attribute__((weak)) void ws_error(const char *fmt, ...)
+{
+    va_list ap;
+    fputs("wstrace: ", stderr);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+}
+
+#define PROBLEMS WS_SOURCE_DIR "/../shared/data/allocation-problems"
+
+static char tmp[64];
+
+static void make_tmp(void)
+{
+    snprintf(tmp, sizeof tmp, "/tmp/ws_plan_test_%d", (int)getpid());
+    mkdir(tmp, 0700);
+}
+
+static void remove_tmp(void)
+{
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", tmp);
+    cr_expect_eq(system(cmd), 0);
+}
+
+TestSuite(cmd_plan, .init = make_tmp, .fini = remove_tmp);
+
+static int run_plan(int argc, char **argv)
+{
+    fflush(stdout);
+    return cmd_plan(argc, argv);
+}
+
+/* Run with stdout captured into a file; returns the exit status and the parsed JSON. */
+static int run_plan_json(int argc, char **argv, json_t **out)
+{
+    char path[128];
+    snprintf(path, sizeof path, "%s/stdout.json", tmp);
+    fflush(stdout);
+    int saved = dup(1);
+    cr_assert(freopen(path, "w", stdout));
+    int rc = cmd_plan(argc, argv);
+    fflush(stdout);
+    dup2(saved, 1);
+    close(saved);
+    json_error_t e;
+    *out = json_load_file(path, 0, &e);
+    return rc;
+}
+
+/* The sanitizer builds skip the large files: they only repeat what the plain build checks. */
+static int skip_large(const char *name)
+{
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+    (void)name;
+    return 1;
+#else
+    return getenv("WS_TEST_QUICK") != NULL && strcmp(name, "somas_non_existent.csv") != 0;
+#endif
+}
+
+Test(cmd_plan, shared_problem_files, .timeout = 600)
+{
+    DIR *d = opendir(PROBLEMS);
+    if (!d)
+        cr_skip_test("%s is not available", PROBLEMS);
+    int checked = 0;
+    for (struct dirent *e; (e = readdir(d));) {
+        size_t len = strlen(e->d_name);
+        if (len < 5 || strcmp(e->d_name + len - 4, ".csv") != 0)
+            continue;
+        if (skip_large(e->d_name) && strcmp(e->d_name, "somas_non_existent.csv") != 0) /* the smallest always runs */
+            continue;
+        char in[512], out[512];
+        snprintf(in, sizeof in, "%s/%s", PROBLEMS, e->d_name);
+        snprintf(out, sizeof out, "%s/out.csv", tmp);
+        char *argv[] = {"plan", "--problem", in, "-o", out, "--json", NULL};
+        json_t *j = NULL;
+        cr_assert_eq(run_plan_json(6, argv, &j), WS_EXIT_OK, "%s", in);
+        cr_assert_not_null(j, "%s: JSON", in);
+        json_int_t peak = json_integer_value(json_object_get(j, "peak_bytes"));
+        json_int_t lb = json_integer_value(json_object_get(j, "load_bound_bytes"));
+        cr_expect(json_is_true(json_object_get(j, "valid")), "%s", in);
+        cr_expect_geq(peak, lb, "%s", in);
+        cr_expect_gt(lb, 0, "%s", in);
+        cr_expect(json_is_string(json_object_get(j, "algorithm")));
+        cr_expect(json_is_number(json_object_get(j, "seconds")));
+        /* The written solution is the input plus offsets, and it is a valid layout. */
+        struct ws_problem pr, sol;
+        char err[512];
+        cr_assert_eq(ws_problem_read(in, &pr, err, sizeof err), 0, "%s", err);
+        FILE *f = fopen(out, "r");
+        cr_assert(f);
+        char header[128];
+        cr_expect_str_eq(fgets(header, sizeof header, f), "id,lower,upper,size,offset\n");
+        fclose(f);
+        cr_expect_eq(json_integer_value(json_object_get(j, "buffers")), (json_int_t)pr.n);
+        sol.n = pr.n;
+        sol.buffers = calloc(pr.n, sizeof *sol.buffers);
+        f = fopen(out, "r");
+        cr_assert(fgets(header, sizeof header, f));
+        for (size_t i = 0; i < pr.n; i++) {
+            struct ws_plan_buffer *b = &sol.buffers[i];
+            cr_assert_eq(fscanf(f, "%lu,%ld,%ld,%lu,%lu", &b->id, &b->lower, &b->upper, &b->size, &b->offset), 5);
+            cr_expect_eq(b->id, pr.buffers[i].id);
+            cr_expect_eq(b->size, pr.buffers[i].size);
+        }
+        fclose(f);
+        uint64_t check;
+        cr_expect_eq(ws_plan_validate(sol.buffers, sol.n, 1, &check), 1, "%s", in);
+        cr_expect_eq(check, (uint64_t)peak, "%s", in);
+        ws_problem_free(&pr);
+        ws_problem_free(&sol);
+        json_decref(j);
+        checked++;
+    }
+    closedir(d);
+    cr_expect_gt(checked, 0);
+}
+
+Test(cmd_plan, bad_usage_and_bad_files)
+{
+    char bad[128], out[128];
+    snprintf(bad, sizeof bad, "%s/bad.csv", tmp);
+    snprintf(out, sizeof out, "%s/never.csv", tmp);
+    FILE *f = fopen(bad, "w");
+    fputs("id,lower,upper,size\n0,1,2,x\n", f);
+    fclose(f);
+    char *a1[] = {"plan", "--problem", bad, "-o", out, NULL};
+    cr_expect_eq(run_plan(5, a1), WS_EXIT_USAGE);
+    cr_expect_neq(access(out, F_OK), 0, "nothing written");
+    char *a2[] = {"plan", NULL};
+    cr_expect_eq(run_plan(1, a2), WS_EXIT_USAGE);
+    char *a3[] = {"plan", "--problem", bad, "--align", "0", NULL};
+    cr_expect_eq(run_plan(5, a3), WS_EXIT_USAGE);
+    char *a4[] = {"plan", "--help", NULL};
+    cr_expect_eq(run_plan(2, a4), WS_EXIT_OK);
+    char *a5[] = {"plan", bad, NULL}; /* not a trace */
+    cr_expect_eq(run_plan(2, a5), WS_EXIT_USAGE);
+}
+
+/* ---- trace mode ----------------------------------------------------------------------------- */
+
+static sqlite3 *db;
+
+static void exec(const char *sql)
+{
+    char *msg = NULL;
+    cr_assert_eq(sqlite3_exec(db, sql, NULL, NULL, &msg), SQLITE_OK, "%s: %s", sql, msg);
+}
+
+static int64_t query_int(const char *sql)
+{
+    sqlite3_stmt *st;
+    cr_assert_eq(sqlite3_prepare_v2(db, sql, -1, &st, NULL), SQLITE_OK, "%s", sqlite3_errmsg(db));
+    cr_assert_eq(sqlite3_step(st), SQLITE_ROW, "%s", sql);
+    int64_t v = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    return v;
+}
+
+/* Two runs of shape key "s1" (only the first is planned) and one run without a key.
+ * Run 1 events: 0 alloc A(act 1000) 1 alloc W(ws 100, declared 600) 2 free W 3 alloc B(act 300)
+ * 4 free A 5 alloc W2(ws 200) 6 free W2 7 free B; P (persistent) is never freed. */
+static void build_trace(const char *path)
+{
+    char err[512];
+    cr_assert_eq(ws_tracedb_create(path, &db, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(ws_tracedb_exec(db, ws_analysis_sql, err, sizeof err), 0, "%s", err);
+    exec("INSERT INTO strings(id, value) VALUES (1, 's1'), (2, '/n/matmul'), (3, '/n/attn');"
+         "INSERT INTO threads(id, os_tid) VALUES (1, 100);"
+         "INSERT INTO runs(id, thread_id, shape_key_id, start_ns, end_ns) VALUES (1, 1, 1, 0, 10), (2, 1, 1, 20, 30),"
+         "  (3, 1, NULL, 40, 50);"
+         "INSERT INTO declarations(level, node_name_id, slot, bytes, alignment, thread_id, ns) VALUES"
+         "  (2, 2, 0, 600, 0, 1, 0), (2, 2, 0, 500, 0, 1, 0), (1, 2, 0, 9000, 0, 1, 0);"
+         "INSERT INTO lifetimes(allocation_id, run_id, class, node_name_id, alloc_step, free_step, alloc_seq,"
+         "  start_event, end_event, slot, bytes) VALUES"
+         "  (1, 1, 'activation', 2, 0, 2, 0, 0, 4, NULL, 1000),"
+         "  (2, 1, 'workspace', 2, 0, 0, 1, 1, 2, 0, 100),"
+         "  (3, 1, 'activation', 3, 1, 3, 2, 3, 7, NULL, 300),"
+         "  (4, 1, 'workspace', 3, 2, 2, 3, 5, 6, 0, 200),"
+         "  (5, 1, 'persistent', 2, 0, NULL, 4, 8, NULL, NULL, 5000),"
+         "  (6, 1, 'activation', 3, 3, NULL, 5, 9, NULL, NULL, 70),"
+         "  (10, 2, 'activation', 2, 0, 1, 0, 0, 1, NULL, 999999),"
+         "  (20, 3, 'activation', 2, 0, 1, 0, 0, 2, NULL, 10),"
+         "  (21, 3, 'workspace', 2, 0, 0, 1, 1, 2, 0, 10);");
+}
+
+Test(cmd_plan, trace_plans_each_shape_key_and_replaces_rows)
+{
+    char path[128];
+    snprintf(path, sizeof path, "%s/trace.db", tmp);
+    build_trace(path);
+    sqlite3_close(db);
+    char *argv[] = {"plan", path, "--json", NULL};
+    json_t *j = NULL;
+    cr_assert_eq(run_plan_json(3, argv, &j), WS_EXIT_OK);
+    cr_assert_not_null(j);
+    json_t *plans = json_object_get(j, "plans");
+    cr_assert_eq(json_array_size(plans), 2);
+    json_t *p = json_array_get(plans, 0);
+    cr_expect_str_eq(json_string_value(json_object_get(p, "shape_key")), "s1");
+    cr_expect_eq(json_integer_value(json_object_get(p, "run_id")), 1);
+    cr_expect_eq(json_integer_value(json_object_get(p, "blocks")), 4);
+    /* Requested bytes: A 1000 + W 100 at event 1, A + B 1300 at event 3: dynamic peak 1300. */
+    cr_expect_eq(json_integer_value(json_object_get(p, "dynamic_peak_bytes")), 1300);
+    /* Blocks (256-aligned): A 1024, W 768 (declared 600), B 512, W2 256: A + W = 1792. */
+    cr_expect_eq(json_integer_value(json_object_get(p, "load_bound_bytes")), 1792);
+    cr_expect_eq(json_integer_value(json_object_get(p, "planned_peak_bytes")), 1792);
+    cr_expect(json_is_true(json_object_get(p, "valid")));
+    cr_expect(json_is_null(json_object_get(json_array_get(plans, 1), "shape_key")));
+    json_decref(j);
+
+    char err[512];
+    cr_assert_eq(ws_tracedb_open(path, WS_TRACEDB_READ, &db, err, sizeof err), 0, "%s", err);
+    cr_expect_eq(query_int("SELECT COUNT(*) FROM plans"), 2);
+    cr_expect_eq(query_int("SELECT COUNT(*) FROM plan_blocks"), 6);
+    cr_expect_eq(query_int("SELECT bytes FROM plan_blocks WHERE allocation_id = 2"), 768);
+    cr_expect_eq(query_int("SELECT requested_bytes FROM plan_blocks WHERE allocation_id = 2"), 100);
+    cr_expect_eq(query_int("SELECT ordinal FROM plan_blocks WHERE allocation_id = 3"), 2);
+    cr_expect_eq(query_int("SELECT COUNT(*) FROM plan_blocks WHERE offset % 256 != 0"), 0);
+    cr_expect_eq(query_int("SELECT COUNT(*) FROM plan_blocks b JOIN plan_blocks c ON b.plan_id = c.plan_id "
+                           "AND b.ordinal < c.ordinal AND b.start_event < c.end_event AND c.start_event < b.end_event "
+                           "AND b.offset < c.offset + c.bytes AND c.offset < b.offset + b.bytes"),
+                 0);
+    cr_expect_eq(query_int("SELECT alignment FROM plans WHERE run_id = 1"), 256);
+    sqlite3_close(db);
+
+    /* Re-running with another alignment replaces the rows. */
+    char *again[] = {"plan", path, "--align", "512", NULL};
+    cr_assert_eq(run_plan(4, again), WS_EXIT_OK);
+    cr_assert_eq(ws_tracedb_open(path, WS_TRACEDB_READ, &db, err, sizeof err), 0, "%s", err);
+    cr_expect_eq(query_int("SELECT COUNT(*) FROM plans"), 2);
+    cr_expect_eq(query_int("SELECT COUNT(*) FROM plan_blocks"), 6);
+    cr_expect_eq(query_int("SELECT MIN(alignment) FROM plans"), 512);
+    cr_expect_eq(query_int("SELECT bytes FROM plan_blocks WHERE allocation_id = 1"), 1024);
+    sqlite3_close(db);
+}
+
+Test(cmd_plan, trace_without_lifetimes_asks_for_them)
+{
+    char path[128];
+    snprintf(path, sizeof path, "%s/empty.db", tmp);
+    char err[512];
+    cr_assert_eq(ws_tracedb_create(path, &db, err, sizeof err), 0, "%s", err);
+    sqlite3_close(db);
+    char *argv[] = {"plan", path, NULL};
+    cr_expect_eq(run_plan(2, argv), WS_EXIT_USAGE);
+    cr_assert_eq(ws_tracedb_open(path, WS_TRACEDB_READ, &db, err, sizeof err), 0, "%s", err);
+    cr_expect_eq(query_int("SELECT COUNT(*) FROM sqlite_master WHERE name = 'plans'"), 0, "nothing written");
+    sqlite3_close(db);
+}
+
+Test(cmd_plan, trace_with_bad_lifetimes_writes_nothing)
+{
+    char path[128];
+    snprintf(path, sizeof path, "%s/bad.db", tmp);
+    build_trace(path);
+    exec("UPDATE lifetimes SET end_event = 0 WHERE allocation_id = 3");
+    sqlite3_close(db);
+    char *argv[] = {"plan", path, NULL};
+    cr_expect_eq(run_plan(2, argv), WS_EXIT_USAGE);
+    char err[512];
+    cr_assert_eq(ws_tracedb_open(path, WS_TRACEDB_READ, &db, err, sizeof err), 0, "%s", err);
+    cr_expect_eq(query_int("SELECT COUNT(*) FROM plans"), 0);
+    sqlite3_close(db);
+}
