@@ -1,4 +1,5 @@
 /* wstrace record: run a program under libwstrace.so and leave its trace. */
+#include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
@@ -84,7 +85,7 @@ static int setup_environment(const char *lib, const char *trace)
     return rc ? -1 : 0;
 }
 
-/* The process died before converting its spool: recover it here. */
+/* A process died before converting its spool: recover it here. */
 static void recover_spool(const char *trace, int keep)
 {
     char spool[PATH_MAX + 16], err[1024];
@@ -99,6 +100,38 @@ static void recover_spool(const char *trace, int keep)
     fprintf(stderr, "wstrace: recovered %s from its spool (%llu records)\n", trace, (unsigned long long)st.records);
     if (!keep)
         unlink(spool);
+}
+
+/* The spools of forked children (TRACE.<pid>.spool) whose process is gone. */
+static void recover_children(const char *trace, int keep)
+{
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof dir, "%s", trace);
+    char *slash = strrchr(dir, '/');
+    if (!slash)
+        return;
+    *slash = 0;
+    const char *base = slash + 1;
+    size_t blen = strlen(base);
+    DIR *d = opendir(dir[0] ? dir : "/");
+    if (!d)
+        return;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        const char *name = e->d_name;
+        if (strncmp(name, base, blen) != 0 || name[blen] != '.')
+            continue;
+        char *end;
+        long pid = strtol(name + blen + 1, &end, 10);
+        if (end == name + blen + 1 || strcmp(end, ".spool") != 0 || pid <= 0)
+            continue;
+        if (kill((pid_t)pid, 0) == 0 || errno != ESRCH)
+            continue; /* still running: it converts its own spool when it exits */
+        char child[PATH_MAX + 32];
+        snprintf(child, sizeof child, "%s.%ld", trace, pid);
+        recover_spool(child, keep);
+    }
+    closedir(d);
 }
 
 int cmd_record(int argc, char **argv)
@@ -167,6 +200,7 @@ int cmd_record(int argc, char **argv)
             return WS_EXIT_USAGE;
         }
     recover_spool(trace, keep);
+    recover_children(trace, keep);
     if (WIFSIGNALED(status))
         return 128 + WTERMSIG(status);
     return WEXITSTATUS(status);

@@ -515,7 +515,8 @@ static int on_alloc(struct collector *c, struct thread_state *t, const struct ws
 {
     struct pending_alloc a;
     fill_pending(&a, r, ++c->next_alloc, t, current_run(c));
-    if (r->status != 0)
+    /* A failed call, or a zero-byte request answered with NULL, holds no address to pair. */
+    if (r->status != 0 || a.address == 0)
         return write_alloc(c, &a, r->status, NULL, 0, 0);
     uint64_t idx;
     if (ws_u64map_get(&c->live, a.address, &idx)) {

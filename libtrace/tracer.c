@@ -195,11 +195,21 @@ static int read_config(void)
     const char *out = getenv("WSTRACE_OUTPUT");
     if (!out || !*out)
         out = "wstrace.db";
-    if (strlen(out) + 32 >= sizeof g.base_output) {
+    /* Absolute, so that the trace lands where asked even after the program changes folder. */
+    char cwd[PATH_MAX] = "";
+    if (out[0] != '/' && !getcwd(cwd, sizeof cwd)) {
+        warn_line("cannot resolve WSTRACE_OUTPUT '%s': %s; tracing is off for this process", out, strerror(errno));
+        return -1;
+    }
+    if (strlen(cwd) + strlen(out) + 34 >= sizeof g.base_output) {
         warn_line("WSTRACE_OUTPUT is too long; tracing is off for this process%s%s", NULL, NULL);
         return -1;
     }
-    snprintf(g.base_output, sizeof g.base_output, "%s", out);
+    size_t n = strlen(cwd);
+    memcpy(g.base_output, cwd, n);
+    if (n)
+        g.base_output[n++] = '/';
+    memcpy(g.base_output + n, out, strlen(out) + 1); /* lengths checked above */
     return 0;
 }
 

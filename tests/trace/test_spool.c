@@ -1,0 +1,501 @@
+/*
+ * Unit tests of the spool reader (collector/spool_reader.c), the collector's pairing of
+ * allocations and frees (collector/collector.c) and trace validation (collector/tracedb.c).
+ * Spools are built by hand with the structs of common/spool_format.h.
+ */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "collector.h"
+#include "spool_format.h"
+#include "spool_reader.h"
+#include "trace_util.h"
+#include "tracedb.h"
+#include "version.h"
+
+TestSuite(spool, .fini = tu_cleanup);
+TestSuite(pairing, .fini = tu_cleanup);
+TestSuite(tracedb, .fini = tu_cleanup);
+
+/* ---- a spool built by hand ---------------------------------------------------------------- */
+
+enum { MAX_CHUNKS = 8 };
+
+struct spool_builder {
+    uint8_t *buf;
+    size_t nchunks;
+    uint32_t written[MAX_CHUNKS]; /* records written into each chunk, committed or not */
+};
+
+static void sb_init(struct spool_builder *b, size_t nchunks)
+{
+    cr_assert_leq(nchunks, MAX_CHUNKS);
+    memset(b, 0, sizeof *b);
+    b->nchunks = nchunks;
+    b->buf = calloc(1, WS_SPOOL_HEADER_BYTES + nchunks * (size_t)WS_CHUNK_BYTES);
+    cr_assert_not_null(b->buf);
+    struct ws_spool_header *h = (void *)b->buf;
+    memcpy(h->magic, WS_SPOOL_MAGIC, 8);
+    h->version = WS_SPOOL_VERSION;
+    h->header_bytes = WS_SPOOL_HEADER_BYTES;
+    h->chunk_bytes = WS_CHUNK_BYTES;
+    h->rec_bytes = WS_REC_BYTES;
+    h->pid = 4321;
+    h->ppid = 1;
+    h->start_ns = 1;
+    h->next_chunk = nchunks;
+    h->next_thread = 2;
+    h->images = 1;
+    snprintf(h->backend, sizeof h->backend, "hand-made");
+}
+
+static struct ws_spool_header *sb_header(struct spool_builder *b) { return (void *)b->buf; }
+
+static struct ws_chunk_header *sb_chunk(struct spool_builder *b, size_t i)
+{
+    return (void *)(b->buf + WS_SPOOL_HEADER_BYTES + i * (size_t)WS_CHUNK_BYTES);
+}
+
+/* Chunk i belongs to thread `serial` as its seq-th chunk; magic 0 leaves it unpublished. */
+static void sb_chunk_init(struct spool_builder *b, size_t i, uint32_t serial, uint64_t seq, int with_magic)
+{
+    struct ws_chunk_header *c = sb_chunk(b, i);
+    c->magic = with_magic ? WS_CHUNK_MAGIC : 0;
+    c->thread_serial = serial;
+    c->os_tid = 1000 + serial;
+    c->seq = seq;
+    c->image = 1;
+}
+
+/* Append a record (and its string) to chunk i; committed is set separately. */
+static struct ws_rec *sb_rec(struct spool_builder *b, size_t i, uint8_t type, uint64_t ns, const char *text)
+{
+    size_t len = text ? strlen(text) : 0;
+    uint32_t n = 1 + ws_string_recs(len);
+    cr_assert_leq(b->written[i] + n, WS_CHUNK_RECS);
+    struct ws_rec *r = (struct ws_rec *)(sb_chunk(b, i) + 1) + b->written[i];
+    memset(r, 0, sizeof *r);
+    r->type = type;
+    r->ns = ns;
+    r->ext = (uint16_t)(n - 1);
+    if (text) {
+        r->u[1] = len;
+        memcpy(r + 1, text, len);
+    }
+    b->written[i] += n;
+    return r;
+}
+
+static void sb_commit_all(struct spool_builder *b, size_t i) { sb_chunk(b, i)->committed = b->written[i]; }
+
+static void sb_write(struct spool_builder *b, const char *path, size_t bytes)
+{
+    FILE *f = fopen(path, "wb");
+    cr_assert_not_null(f);
+    size_t all = WS_SPOOL_HEADER_BYTES + b->nchunks * (size_t)WS_CHUNK_BYTES;
+    cr_assert_eq(fwrite(b->buf, 1, bytes ? bytes : all, f), bytes ? bytes : all);
+    fclose(f);
+    free(b->buf);
+    b->buf = NULL;
+}
+
+static void open_spool(const char *path, struct ws_spool *s)
+{
+    char err[512] = "";
+    cr_assert_eq(ws_spool_open(path, s, err, sizeof err), 0, "ws_spool_open: %s", err);
+}
+
+/* ---- reader ---------------------------------------------------------------------------------- */
+
+Test(spool, merges_threads_in_time_order_and_trusts_only_committed_records)
+{
+    struct spool_builder b;
+    sb_init(&b, 4);
+    /* File order differs from thread and sequence order on purpose. */
+    sb_chunk_init(&b, 0, 1, 1, 1); /* thread 1, its second chunk */
+    sb_rec(&b, 0, WS_REC_ALLOC, 70, NULL);
+    sb_rec(&b, 0, WS_REC_ALLOC, 90, NULL);
+    sb_commit_all(&b, 0);
+    sb_chunk_init(&b, 1, 2, 0, 1); /* thread 2: two records published, two more written after */
+    sb_rec(&b, 1, WS_REC_ALLOC, 20, NULL);
+    sb_rec(&b, 1, WS_REC_PUSH, 40, "a node name longer than one record: /model/layers.3/attn/MatMul_q");
+    sb_commit_all(&b, 1);
+    sb_rec(&b, 1, WS_REC_ALLOC, 60, NULL);
+    sb_rec(&b, 1, WS_REC_ALLOC, 80, NULL);
+    sb_chunk_init(&b, 2, 1, 0, 1); /* thread 1, its first chunk */
+    sb_rec(&b, 2, WS_REC_ALLOC, 10, NULL);
+    sb_rec(&b, 2, WS_REC_FREE, 30, NULL);
+    sb_rec(&b, 2, WS_REC_ALLOC, 50, NULL);
+    sb_commit_all(&b, 2);
+    sb_chunk_init(&b, 3, 3, 0, 0); /* claimed, never published: no magic */
+    sb_rec(&b, 3, WS_REC_ALLOC, 5, NULL);
+    sb_commit_all(&b, 3);
+    char path[512];
+    tu_path(path, sizeof path, "order.spool");
+    sb_write(&b, path, 0);
+
+    struct ws_spool s;
+    open_spool(path, &s);
+    cr_expect_eq(s.nthreads, 2);
+    cr_expect_eq(s.nchunks, 3);
+    static const struct {
+        uint64_t ns;
+        uint32_t serial;
+        uint8_t type;
+    } want[] = {{10, 1, WS_REC_ALLOC}, {20, 2, WS_REC_ALLOC}, {30, 1, WS_REC_FREE}, {40, 2, WS_REC_PUSH},
+                {50, 1, WS_REC_ALLOC}, {70, 1, WS_REC_ALLOC}, {90, 1, WS_REC_ALLOC}};
+    const struct ws_rec *r;
+    size_t thread, n = 0;
+    while ((r = ws_spool_next(&s, &thread)) != NULL) {
+        cr_assert_lt(n, sizeof want / sizeof want[0], "more records than were committed (ns %llu)",
+                     (unsigned long long)r->ns);
+        cr_expect_eq(r->ns, want[n].ns, "record %zu", n);
+        cr_expect_eq(r->type, want[n].type, "record %zu", n);
+        cr_assert_lt(thread, s.nthreads);
+        cr_expect_eq(s.threads[thread].serial, want[n].serial, "record %zu", n);
+        cr_expect_eq(s.threads[thread].os_tid, 1000 + want[n].serial);
+        if (r->type == WS_REC_PUSH) {
+            size_t len;
+            const char *text = ws_rec_text(r, &len);
+            const char *name = "a node name longer than one record: /model/layers.3/attn/MatMul_q";
+            cr_expect_eq(len, strlen(name));
+            cr_expect_eq(memcmp(text, name, strlen(name)), 0);
+        }
+        n++;
+    }
+    cr_expect_eq(n, sizeof want / sizeof want[0]);
+    cr_expect_eq(s.corrupt_records, 0);
+    ws_spool_close(&s);
+}
+
+Test(spool, equal_times_go_in_thread_order)
+{
+    struct spool_builder b;
+    sb_init(&b, 2);
+    sb_chunk_init(&b, 0, 2, 0, 1);
+    sb_rec(&b, 0, WS_REC_ALLOC, 100, NULL)->u[1] = 2;
+    sb_commit_all(&b, 0);
+    sb_chunk_init(&b, 1, 1, 0, 1);
+    sb_rec(&b, 1, WS_REC_ALLOC, 100, NULL)->u[1] = 1;
+    sb_rec(&b, 1, WS_REC_ALLOC, 100, NULL)->u[1] = 1;
+    sb_commit_all(&b, 1);
+    char path[512];
+    tu_path(path, sizeof path, "ties.spool");
+    sb_write(&b, path, 0);
+    struct ws_spool s;
+    open_spool(path, &s);
+    size_t thread;
+    uint64_t order[3] = {0};
+    for (int i = 0; i < 3; i++) {
+        const struct ws_rec *r = ws_spool_next(&s, &thread);
+        cr_assert_not_null(r);
+        order[i] = r->u[1];
+    }
+    cr_expect_null(ws_spool_next(&s, &thread));
+    cr_expect(order[0] == 1 && order[1] == 1 && order[2] == 2, "order %llu %llu %llu",
+              (unsigned long long)order[0], (unsigned long long)order[1], (unsigned long long)order[2]);
+    ws_spool_close(&s);
+}
+
+Test(spool, malformed_record_skips_the_rest_of_its_chunk)
+{
+    struct spool_builder b;
+    sb_init(&b, 1);
+    sb_chunk_init(&b, 0, 1, 0, 1);
+    sb_rec(&b, 0, WS_REC_ALLOC, 10, NULL);
+    sb_rec(&b, 0, WS_REC_ALLOC, 20, NULL)->type = 200; /* no such record type */
+    sb_rec(&b, 0, WS_REC_ALLOC, 30, NULL);
+    sb_commit_all(&b, 0);
+    char path[512];
+    tu_path(path, sizeof path, "bad.spool");
+    sb_write(&b, path, 0);
+    struct ws_spool s;
+    open_spool(path, &s);
+    size_t thread;
+    const struct ws_rec *r = ws_spool_next(&s, &thread);
+    cr_assert_not_null(r);
+    cr_expect_eq(r->ns, 10);
+    cr_expect_null(ws_spool_next(&s, &thread));
+    cr_expect_eq(s.corrupt_records, 2);
+    ws_spool_close(&s);
+}
+
+Test(spool, only_claimed_and_present_chunks_are_read)
+{
+    struct spool_builder b;
+    sb_init(&b, 3);
+    for (size_t i = 0; i < 3; i++) {
+        sb_chunk_init(&b, i, (uint32_t)(i + 1), 0, 1);
+        sb_rec(&b, i, WS_REC_ALLOC, 10 * (i + 1), NULL);
+        sb_commit_all(&b, i);
+    }
+    sb_header(&b)->next_chunk = 2; /* the third chunk was never claimed */
+    char path[512];
+    tu_path(path, sizeof path, "claimed.spool");
+    sb_write(&b, path, 0);
+    struct ws_spool s;
+    open_spool(path, &s);
+    cr_expect_eq(s.nchunks, 2);
+    ws_spool_close(&s);
+
+    sb_init(&b, 3);
+    for (size_t i = 0; i < 3; i++) {
+        sb_chunk_init(&b, i, (uint32_t)(i + 1), 0, 1);
+        sb_rec(&b, i, WS_REC_ALLOC, 10 * (i + 1), NULL);
+        sb_commit_all(&b, i);
+    }
+    /* Claimed three, but the file ends inside the third chunk. */
+    sb_write(&b, path, WS_SPOOL_HEADER_BYTES + 2 * (size_t)WS_CHUNK_BYTES + 100);
+    open_spool(path, &s);
+    cr_expect_eq(s.nchunks, 2);
+    size_t thread, n = 0;
+    while (ws_spool_next(&s, &thread))
+        n++;
+    cr_expect_eq(n, 2);
+    ws_spool_close(&s);
+}
+
+Test(spool, refuses_what_is_not_a_spool)
+{
+    char path[512], err[512];
+    struct ws_spool s;
+    tu_path(path, sizeof path, "missing.spool");
+    err[0] = 0;
+    cr_expect_eq(ws_spool_open(path, &s, err, sizeof err), -1);
+    cr_expect_str_not_empty(err);
+
+    struct spool_builder b;
+    sb_init(&b, 1);
+    memcpy(sb_header(&b)->magic, "NOTSPOOL", 8);
+    tu_path(path, sizeof path, "magic.spool");
+    sb_write(&b, path, 0);
+    err[0] = 0;
+    cr_expect_eq(ws_spool_open(path, &s, err, sizeof err), -1);
+    cr_expect_str_not_empty(err);
+
+    sb_init(&b, 1);
+    sb_header(&b)->version = WS_SPOOL_VERSION + 1;
+    tu_path(path, sizeof path, "version.spool");
+    sb_write(&b, path, 0);
+    err[0] = 0;
+    cr_expect_eq(ws_spool_open(path, &s, err, sizeof err), -1);
+    cr_expect_str_not_empty(err);
+
+    sb_init(&b, 1);
+    tu_path(path, sizeof path, "short.spool");
+    sb_write(&b, path, WS_SPOOL_HEADER_BYTES - 1);
+    err[0] = 0;
+    cr_expect_eq(ws_spool_open(path, &s, err, sizeof err), -1);
+    cr_expect_str_not_empty(err);
+}
+
+/* ---- collector: allocations paired with frees ------------------------------------------------ */
+
+#define ADDR_X 0x7f0000001000ull
+#define ADDR_Y 0x7f0000002000ull
+#define ADDR_Z 0x7f0000003000ull
+#define ADDR_W 0x7f0000004000ull
+
+static void alloc_rec(struct spool_builder *b, size_t chunk, uint64_t ns, uint64_t addr, uint64_t bytes, int status)
+{
+    struct ws_rec *r = sb_rec(b, chunk, WS_REC_ALLOC, ns, NULL);
+    r->api = WS_API_cudaMalloc;
+    r->status = status;
+    r->u[0] = status ? 0 : addr;
+    r->u[1] = bytes;
+    r->u[2] = status ? 0 : bytes;
+    r->u[4] = (uint64_t)WS_MEM_DEVICE << 32;
+}
+
+static void free_rec(struct spool_builder *b, size_t chunk, uint64_t ns, uint64_t addr)
+{
+    struct ws_rec *r = sb_rec(b, chunk, WS_REC_FREE, ns, NULL);
+    r->api = WS_API_cudaFree;
+    r->u[0] = addr;
+}
+
+static sqlite3 *collect(struct spool_builder *b, char *db_path, size_t len)
+{
+    char spool[512], err[512] = "";
+    tu_path(spool, sizeof spool, "pairs.spool");
+    tu_path(db_path, len, "pairs.db");
+    sb_write(b, spool, 0);
+    struct ws_collect_stats st;
+    cr_assert_eq(ws_collect_spool(spool, db_path, &st, err, sizeof err), 0, "ws_collect_spool: %s", err);
+    return tu_open(db_path);
+}
+
+Test(pairing, address_reuse_pairs_each_free_with_the_latest_allocation)
+{
+    struct spool_builder b;
+    sb_init(&b, 2);
+    sb_chunk_init(&b, 0, 1, 0, 1);
+    alloc_rec(&b, 0, 100, ADDR_X, 10, 0); /* A at X */
+    free_rec(&b, 0, 200, ADDR_X);
+    alloc_rec(&b, 0, 300, ADDR_X, 20, 0); /* B at X */
+    free_rec(&b, 0, 400, ADDR_X);
+    alloc_rec(&b, 0, 500, ADDR_Y, 30, 0); /* C at Y, never freed that we saw */
+    alloc_rec(&b, 0, 600, ADDR_Y, 40, 0); /* D at Y */
+    free_rec(&b, 0, 700, ADDR_Y);
+    free_rec(&b, 0, 800, ADDR_Z);         /* nothing traced lives at Z */
+    alloc_rec(&b, 0, 900, ADDR_W, 50, 0); /* freed by another thread */
+    alloc_rec(&b, 0, 1000, 0, 60, 2);     /* failed */
+    sb_commit_all(&b, 0);
+    sb_chunk_init(&b, 1, 2, 0, 1);
+    free_rec(&b, 1, 950, ADDR_W);
+    sb_commit_all(&b, 1);
+    char db_path[512];
+    sqlite3 *db = collect(&b, db_path, sizeof db_path);
+
+    cr_assert_eq(tu_int(db, "SELECT COUNT(*) FROM allocations"), 6);
+    static const struct {
+        long long bytes, alloc_ns, free_ns, address, free_thread;
+        int status;
+    } want[] = {
+        {10, 100, 200, (long long)ADDR_X, 1, 0},        {20, 300, 400, (long long)ADDR_X, 1, 0},
+        {30, 500, TU_NULL, (long long)ADDR_Y, TU_NULL, 0}, {40, 600, 700, (long long)ADDR_Y, 1, 0},
+        {50, 900, 950, (long long)ADDR_W, 2, 0},        {60, 1000, TU_NULL, TU_NULL, TU_NULL, 2},
+    };
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        cr_expect_eq(tu_int(db, "SELECT id FROM allocations WHERE alloc_ns=%lld", want[i].alloc_ns), (int64_t)i + 1,
+                     "allocations are numbered in call order");
+        cr_expect_eq(tu_int(db, "SELECT bytes FROM allocations WHERE alloc_ns=%lld", want[i].alloc_ns),
+                     want[i].status ? 0 : want[i].bytes, "row %zu", i);
+        cr_expect_eq(tu_int(db, "SELECT requested_bytes FROM allocations WHERE alloc_ns=%lld", want[i].alloc_ns),
+                     want[i].bytes, "row %zu", i);
+        cr_expect_eq(tu_int(db, "SELECT free_ns FROM allocations WHERE alloc_ns=%lld", want[i].alloc_ns),
+                     want[i].free_ns, "free time of row %zu", i);
+        cr_expect_eq(tu_int(db, "SELECT address FROM allocations WHERE alloc_ns=%lld", want[i].alloc_ns),
+                     want[i].address, "row %zu", i);
+        cr_expect_eq(tu_int(db, "SELECT free_thread_id FROM allocations WHERE alloc_ns=%lld", want[i].alloc_ns),
+                     want[i].free_thread, "row %zu", i);
+        cr_expect_eq(tu_int(db, "SELECT status FROM allocations WHERE alloc_ns=%lld", want[i].alloc_ns),
+                     want[i].status, "row %zu", i);
+        cr_expect_eq(tu_int(db, "SELECT thread_id FROM allocations WHERE alloc_ns=%lld", want[i].alloc_ns), 1);
+    }
+    cr_expect_eq(tu_int(db, "SELECT COUNT(*) FROM api_errors"), 1);
+    cr_expect_eq(tu_int(db, "SELECT address FROM api_errors"), (long long)ADDR_Z);
+    cr_expect_eq(tu_int(db, "SELECT ns FROM api_errors"), 800);
+    cr_expect_eq(tu_int(db, "SELECT value FROM meta WHERE key='clean_exit'"), 0, "end_ns is 0: the process died");
+    cr_expect_eq(tu_int(db, "SELECT value FROM meta WHERE key='pid'"), 4321);
+    cr_expect_eq(tu_int(db, "SELECT COUNT(*) FROM threads"), 2);
+    sqlite3_close(db);
+}
+
+Test(pairing, ranges_nest_and_unclosed_ones_stay_open)
+{
+    struct spool_builder b;
+    sb_init(&b, 1);
+    sb_chunk_init(&b, 0, 1, 0, 1);
+    sb_rec(&b, 0, WS_REC_PUSH, 10, "outer")->api = WS_API_nvtx;
+    sb_rec(&b, 0, WS_REC_PUSH, 20, "inner")->api = WS_API_nvtx;
+    alloc_rec(&b, 0, 30, ADDR_X, 100, 0);
+    sb_rec(&b, 0, WS_REC_POP, 40, NULL)->api = WS_API_nvtx;
+    alloc_rec(&b, 0, 50, ADDR_Y, 200, 0);
+    sb_commit_all(&b, 0);
+    sb_header(&b)->end_ns = 60;
+    char db_path[512];
+    sqlite3 *db = collect(&b, db_path, sizeof db_path);
+    cr_expect_eq(tu_int(db, "SELECT COUNT(*) FROM ranges"), 2);
+    int64_t outer = tu_int(db, "SELECT r.id FROM ranges r JOIN strings s ON s.id=r.name_id WHERE s.value='outer'");
+    int64_t inner = tu_int(db, "SELECT r.id FROM ranges r JOIN strings s ON s.id=r.name_id WHERE s.value='inner'");
+    cr_expect_eq(tu_int(db, "SELECT parent_id FROM ranges WHERE id=%lld", (long long)inner), outer);
+    cr_expect_eq(tu_int(db, "SELECT depth FROM ranges WHERE id=%lld", (long long)inner), 1);
+    cr_expect_eq(tu_int(db, "SELECT end_ns FROM ranges WHERE id=%lld", (long long)inner), 40);
+    cr_expect_eq(tu_int(db, "SELECT end_ns FROM ranges WHERE id=%lld", (long long)outer), TU_NULL, "never popped");
+    cr_expect_eq(tu_int(db, "SELECT range_id FROM allocations WHERE bytes=100"), inner);
+    cr_expect_eq(tu_int(db, "SELECT range_id FROM allocations WHERE bytes=200"), outer);
+    cr_expect_eq(tu_int(db, "SELECT value FROM meta WHERE key='clean_exit'"), 1);
+    sqlite3_close(db);
+}
+
+/* ---- trace validation --------------------------------------------------------------------- */
+
+static void make_trace(char *path, size_t len, const char *name)
+{
+    char err[512] = "";
+    sqlite3 *db = NULL;
+    tu_path(path, len, name);
+    cr_assert_eq(ws_tracedb_create(path, &db, err, sizeof err), 0, "ws_tracedb_create: %s", err);
+    sqlite3_close(db);
+}
+
+static void exec_sql(const char *path, const char *sql)
+{
+    sqlite3 *db = NULL;
+    cr_assert_eq(sqlite3_open(path, &db), SQLITE_OK);
+    char *msg = NULL;
+    cr_assert_eq(sqlite3_exec(db, sql, NULL, NULL, &msg), SQLITE_OK, "%s: %s", sql, msg);
+    sqlite3_close(db);
+}
+
+/* ws_tracedb_open refuses path; its one-line message contains `contains`. */
+static void expect_refused(const char *path, const char *contains)
+{
+    char err[512] = "";
+    sqlite3 *db = (sqlite3 *)(uintptr_t)1;
+    cr_expect_eq(ws_tracedb_open(path, WS_TRACEDB_READ, &db, err, sizeof err), -1, "%s was accepted", path);
+    cr_expect_null(db);
+    cr_expect_str_not_empty(err);
+    cr_expect_null(strchr(err, '\n'), "one line: %s", err);
+    if (contains)
+        cr_expect_not_null(strstr(err, contains), "'%s' does not mention '%s'", err, contains);
+}
+
+Test(tracedb, opens_a_current_trace)
+{
+    char path[512], err[512] = "";
+    make_trace(path, sizeof path, "ok.db");
+    sqlite3 *db = NULL;
+    cr_expect_eq(ws_tracedb_open(path, WS_TRACEDB_READ, &db, err, sizeof err), 0, "%s", err);
+    cr_expect_not_null(db);
+    cr_expect_eq(tu_int(db, "PRAGMA user_version"), WSTRACE_SCHEMA_VERSION);
+    sqlite3_close(db);
+}
+
+Test(tracedb, refuses_a_newer_schema_version)
+{
+    char path[512], sql[64];
+    make_trace(path, sizeof path, "newer.db");
+    snprintf(sql, sizeof sql, "PRAGMA user_version = %d", WSTRACE_SCHEMA_VERSION + 1);
+    exec_sql(path, sql);
+    expect_refused(path, "newer");
+}
+
+Test(tracedb, refuses_a_file_that_is_not_sqlite)
+{
+    char path[512];
+    tu_path(path, sizeof path, "text.db");
+    FILE *f = fopen(path, "w");
+    cr_assert_not_null(f);
+    for (int i = 0; i < 200; i++)
+        fputs("this is not an SQLite database\n", f);
+    fclose(f);
+    expect_refused(path, NULL);
+}
+
+Test(tracedb, refuses_a_database_without_meta)
+{
+    char path[512];
+    tu_path(path, sizeof path, "nometa.db");
+    exec_sql(path, "CREATE TABLE something(a); PRAGMA user_version = 1;");
+    expect_refused(path, NULL);
+}
+
+Test(tracedb, refuses_a_trace_missing_ranges)
+{
+    char path[512];
+    make_trace(path, sizeof path, "noranges.db");
+    exec_sql(path, "DROP TABLE ranges;");
+    expect_refused(path, "ranges");
+}
+
+Test(tracedb, refuses_a_missing_file)
+{
+    char path[512];
+    tu_path(path, sizeof path, "missing.db");
+    expect_refused(path, NULL);
+    cr_expect_not(tu_exists(path), "opening for reading creates nothing");
+}
