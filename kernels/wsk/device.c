@@ -33,9 +33,17 @@ static int sim_lib_dir(char *out, size_t size, struct wsk_error *err)
     char *slash = strrchr(exe, '/');
     if (slash)
         *slash = '\0';
-    if ((size_t)snprintf(out, size, "%s/../lib/sim", exe) >= size)
-        return wsk_fail(err, WSK_EXIT_FAIL, "wsk: path of the program too long");
-    return 0;
+    /* The build tree keeps it in lib/sim, an installation in lib/wstrace/sim. */
+    static const char *const candidates[] = {"%s/../lib/sim", "%s/../lib/wstrace/sim"};
+    for (size_t i = 0; i < sizeof candidates / sizeof candidates[0]; i++) {
+        if ((size_t)snprintf(out, size, candidates[i], exe) >= size)
+            return wsk_fail(err, WSK_EXIT_FAIL, "wsk: path of the program too long");
+        char lib[PATH_MAX + 64];
+        snprintf(lib, sizeof lib, "%s/libcudart.so.13", out);
+        if (access(lib, R_OK) == 0)
+            return 0;
+    }
+    return 0; /* the last candidate; the re-executed program reports it if it is missing */
 }
 
 static int reexec_on_simulator(char **argv, struct wsk_error *err)

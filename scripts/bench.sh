@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# Benchmarks behind every figure in the README.  Usage: scripts/bench.sh [SECTION...]
+# Sections: hooks collector planner analysis workload (default: all).  Output: Markdown on stdout,
+# also saved to out/bench/<section>.md.  Figures are instruction counts (callgrind) or ratios
+# measured side by side in one run, so they can be compared across machines.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+build=${WSTRACE_BENCH_BUILD:-build-bench}
+out=$root/out/bench
+mkdir -p "$out"
+scripts/bootstrap.sh
+if [ ! -x "$build/bin/wstrace" ] || [ "${WSTRACE_BENCH_REBUILD:-1}" = 1 ]; then
+    cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DWSTRACE_CUDA=OFF >/dev/null
+    cmake --build "$build" -j"$(nproc)" >/dev/null
+fi
+bin=$root/$build/bin
+lib=$root/$build/lib
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+# Instructions executed inside bench_loop, as callgrind counts them.
+loop_instructions() {
+    local cg=$tmp/cg.out
+    rm -f "$cg"
+    env "$@" valgrind --tool=callgrind --callgrind-out-file="$cg" --toggle-collect=bench_loop \
+        "$bin/ws_hookbench" "$iterations" >/dev/null 2>&1
+    callgrind_annotate "$cg" 2>/dev/null | awk '/PROGRAM TOTALS/ {gsub(",", "", $1); print $1; exit}'
+}
+
+bench_hooks() {
+    iterations=100000
+    local calls=$((3 * iterations))
+    local base traced
+    base=$(loop_instructions WSTRACE_DISABLE=1)
+    traced=$(loop_instructions LD_PRELOAD="$lib/libwstrace.so" WSTRACE_OUTPUT="$tmp/hooks.db" WSTRACE_COLLECT=0)
+    local forwarding
+    forwarding=$(loop_instructions LD_PRELOAD="$lib/libwstrace.so" WSTRACE_OUTPUT="$tmp/hooks2.db" WSTRACE_DISABLE=1)
+    echo "### Hook cost (callgrind, instructions per intercepted call)"
+    echo
+    echo "Workload: ws_hookbench, $iterations x (cudaMalloc, cudaLaunchKernel, cudaFree) = $calls calls on the simulated device."
+    echo
+    echo "| configuration | instructions in loop | added per call |"
+    echo "|---|---:|---:|"
+    echo "| untraced | $base | - |"
+    awk -v b="$base" -v t="$forwarding" -v c="$calls" 'BEGIN { printf "| preloaded, tracing disabled (forwarding only) | %d | %.1f |\n", t, (t-b)/c }'
+    awk -v b="$base" -v t="$traced" -v c="$calls" 'BEGIN { printf "| traced | %d | %.1f |\n", t, (t-b)/c }'
+    echo
+}
+
+bench_collector() {
+    local iterations=3400000 # 10.2 million intercepted calls
+    local spool=$tmp/collect.db.spool
+    LD_PRELOAD="$lib/libwstrace.so" WSTRACE_OUTPUT="$tmp/collect.db" WSTRACE_COLLECT=0 \
+        "$bin/ws_hookbench" "$iterations" >/dev/null
+    local t0 t1 records
+    t0=$(date +%s.%N)
+    "$bin/wstrace" collect -o "$tmp/collect.db" "$spool" >"$tmp/collect.txt"
+    t1=$(date +%s.%N)
+    records=$(sqlite3 "$tmp/collect.db" "SELECT value FROM meta WHERE key='records'")
+    echo "### Collector throughput"
+    echo
+    echo "| events | spool MiB | seconds | events/s |"
+    echo "|---:|---:|---:|---:|"
+    awk -v n="$records" -v a="$t0" -v b="$t1" -v s="$(stat -c %s "$spool")" \
+        'BEGIN { printf "| %d | %.0f | %.2f | %.0f |\n", n, s/1048576, b-a, n/(b-a) }'
+    echo
+    rm -f "$spool" "$tmp/collect.db"
+}
+
+sections=("$@")
+[ ${#sections[@]} -gt 0 ] || sections=(hooks collector planner analysis workload)
+for s in "${sections[@]}"; do
+    case $s in
+    hooks) bench_hooks | tee "$out/hooks.md" ;;
+    collector) bench_collector | tee "$out/collector.md" ;;
+    planner) WSTRACE_BENCH_BUILD=$build scripts/bench-planner.sh "$build" | tee "$out/planner.md" ;;
+    analysis) scripts/bench-analysis.sh "$build" | tee "$out/analysis.md" ;;
+    workload) scripts/bench-workload.sh "$build" | tee "$out/workload.md" ;;
+    *) echo "bench.sh: unknown section '$s' (hooks collector planner analysis workload)" >&2; exit 2 ;;
+    esac
+done

@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# The main job, end to end: build, trace the bundled workload allocating on the fly, analyse it,
+# plan it, run it again under the plan, and compare the two traces.
+#
+# Leaves in out/demo/: dynamic.db and planned.db (the two traces), report.md (the comparison),
+# and the outputs of each step (*.txt).  Uses the GPU when one is present, else the simulated
+# device.  Options: WSK_ARGS overrides the workload configuration.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+out=$root/out/demo
+build=${WSTRACE_BUILD:-build}
+mkdir -p "$out"
+
+step=0
+steps=9
+say() {
+    step=$((step + 1))
+    printf '\n\033[1m[%d/%d] %s\033[0m\n' "$step" "$steps" "$*"
+}
+
+say "install missing packages and build ($build/)"
+scripts/bootstrap.sh
+cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo >"$out/configure.txt" 2>&1 ||
+    { cat "$out/configure.txt"; exit 1; }
+cmake --build "$build" -j"$(nproc)" >"$out/build.txt" 2>&1 || { tail -n 40 "$out/build.txt"; exit 1; }
+echo "built $build/bin/wstrace, $build/bin/wsk, $build/lib/libwstrace.so"
+
+wstrace=$root/$build/bin/wstrace
+wsk=$root/$build/bin/wsk
+# A decoder of 8 layers, two shape keys (KV lengths 96 and 128), Level 1 from the envelope policy.
+read -r -a workload <<<"${WSK_ARGS:---layers 8 --hidden 512 --heads 8 --head-dim 64 --intermediate 1408 --vocab 4096 --kv-len 96,128 --max-kv-len 128 --runs 6 --l1 envelope}"
+
+say "trace the workload, allocating on the fly (dynamic.db)"
+rm -f "$out/dynamic.db" "$out/planned.db"
+"$wstrace" record -o "$out/dynamic.db" -- "$wsk" "${workload[@]}" --alloc dynamic --dump "$out/dynamic-outputs.txt" |
+    tee "$out/dynamic-run.txt"
+
+say "summary"
+"$wstrace" summary "$out/dynamic.db" | tee "$out/summary.txt"
+
+say "lifetimes and workspace resolution: max(profile, estimator) per node"
+"$wstrace" lifetimes "$out/dynamic.db" >"$out/lifetimes.txt"
+"$wstrace" resolve "$out/dynamic.db" >"$out/resolve.txt"
+head -n 12 "$out/resolve.txt"
+echo "... (all nodes in out/demo/resolve.txt)"
+tail -n 2 "$out/resolve.txt"
+
+say "verify Level-2 declarations against Level 1 and observed use"
+"$wstrace" verify --strict "$out/dynamic.db" >"$out/verify.txt" || { cat "$out/verify.txt"; exit 1; }
+tail -n 2 "$out/verify.txt"
+
+say "plan: one static layout per shape key"
+"$wstrace" plan "$out/dynamic.db" | tee "$out/plan.txt"
+
+say "run the workload again under the plan (planned.db)"
+"$wstrace" record -o "$out/planned.db" -- "$wsk" "${workload[@]}" --alloc plan --plan "$out/dynamic.db" \
+    --dump "$out/planned-outputs.txt" | tee "$out/planned-run.txt"
+"$wstrace" lifetimes "$out/planned.db" >/dev/null
+
+say "check outputs: planned run against dynamic run"
+if cmp -s "$out/dynamic-outputs.txt" "$out/planned-outputs.txt"; then
+    echo "outputs identical (tokens and logits of every run, bit for bit)"
+else
+    echo "outputs DIFFER: see out/demo/dynamic-outputs.txt and planned-outputs.txt" >&2
+    exit 1
+fi
+
+say "report: dynamic.db (baseline) against planned.db (candidate)"
+"$wstrace" report --baseline "$out/dynamic.db" --candidate "$out/planned.db" -o "$out/report.md"
+cat "$out/report.md"
+echo
+echo "Traces and report: out/demo/dynamic.db, out/demo/planned.db, out/demo/report.md"
