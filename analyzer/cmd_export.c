@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "commands.h"
+#include "outfile.h"
 #include "tracedb.h"
 
 /* Relative microseconds with nanosecond resolution need about 13 significant digits; 15 keeps
@@ -37,97 +38,6 @@ struct export_ctx {
     size_t cap;
     char err[512];
 };
-
-/* ---- output file: temporary name, renamed over the destination when complete ---- */
-
-struct out_file {
-    FILE *fp;
-    char *tmp;        /* temporary name renamed over path when complete; NULL when writing in place */
-    const char *path; /* destination, "-" for standard output */
-    int owned;        /* fp was opened here */
-};
-
-static int out_open_temp(struct out_file *o, char *err, size_t errlen)
-{
-    size_t len = strlen(o->path) + 32;
-    if (!(o->tmp = malloc(len))) {
-        snprintf(err, errlen, "out of memory");
-        return -1;
-    }
-    /* O_EXCL with the pid and a counter: a fresh name, created with the caller's umask like any
-     * other output file (mkstemp would force mode 0600). */
-    int saved = EEXIST;
-    for (unsigned attempt = 0; attempt < 100 && saved == EEXIST; attempt++) {
-        snprintf(o->tmp, len, "%s.tmp.%ld.%u", o->path, (long)getpid(), attempt);
-        int fd = open(o->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-        if (fd < 0) {
-            saved = errno;
-            continue;
-        }
-        if ((o->fp = fdopen(fd, "w")) != NULL) {
-            o->owned = 1;
-            return 0;
-        }
-        saved = errno;
-        close(fd);
-        unlink(o->tmp);
-    }
-    snprintf(err, errlen, "%s: cannot write: %s", o->path, strerror(saved));
-    free(o->tmp);
-    o->tmp = NULL;
-    return -1;
-}
-
-static int out_open(struct out_file *o, const char *path, char *err, size_t errlen)
-{
-    struct stat st;
-    memset(o, 0, sizeof *o);
-    o->path = path;
-    if (!strcmp(path, "-")) {
-        o->fp = stdout;
-        return 0;
-    }
-    /* Devices, pipes and symbolic links are written in place: renaming over them would replace
-     * /dev/null or a pipe with a regular file. */
-    if (lstat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
-        if (!(o->fp = fopen(path, "w"))) {
-            snprintf(err, errlen, "%s: cannot write: %s", path, strerror(errno));
-            return -1;
-        }
-        o->owned = 1;
-        return 0;
-    }
-    return out_open_temp(o, err, errlen);
-}
-
-/* Finish the output: on success rename the temporary file over the destination, otherwise
- * remove it, so that a failed command leaves the destination as it was. */
-static int out_close(struct out_file *o, int ok, char *err, size_t errlen)
-{
-    int rc = ok ? 0 : -1;
-    if (!o->fp)
-        return rc;
-    int failed = ferror(o->fp) != 0;
-    if (o->owned ? fclose(o->fp) != 0 : fflush(o->fp) != 0)
-        failed = 1;
-    o->fp = NULL;
-    if (rc == 0 && failed) {
-        snprintf(err, errlen, "%s: write failed: %s", strcmp(o->path, "-") ? o->path : "standard output",
-                 strerror(errno));
-        rc = -1;
-    }
-    if (o->tmp) {
-        if (rc == 0 && rename(o->tmp, o->path) != 0) {
-            snprintf(err, errlen, "%s: cannot rename the finished file into place: %s", o->path, strerror(errno));
-            rc = -1;
-        }
-        if (rc != 0)
-            unlink(o->tmp);
-        free(o->tmp);
-        o->tmp = NULL;
-    }
-    return rc;
-}
 
 /* ---- helpers ---- */
 
@@ -187,51 +97,6 @@ done:
     return rc;
 }
 
-/* Length of the valid UTF-8 sequence at p (1-4), or 0 when the bytes there are not one. */
-static size_t utf8_sequence(const unsigned char *p)
-{
-    static const unsigned min_code[] = {0, 0, 0x80, 0x800, 0x10000};
-    size_t n;
-    unsigned code;
-    if (p[0] < 0x80)
-        return 1;
-    if ((p[0] & 0xE0) == 0xC0)
-        n = 2, code = p[0] & 0x1Fu;
-    else if ((p[0] & 0xF0) == 0xE0)
-        n = 3, code = p[0] & 0x0Fu;
-    else if ((p[0] & 0xF8) == 0xF0)
-        n = 4, code = p[0] & 0x07u;
-    else
-        return 0;
-    for (size_t i = 1; i < n; i++) { /* a NUL fails the test before anything past it is read */
-        if ((p[i] & 0xC0) != 0x80)
-            return 0;
-        code = code << 6 | (p[i] & 0x3Fu);
-    }
-    if (code < min_code[n] || code > 0x10FFFF || (code >= 0xD800 && code <= 0xDFFF))
-        return 0;
-    return n;
-}
-
-/* Copy of s with every byte that is not part of a valid UTF-8 sequence replaced by '?'. */
-static void utf8_sanitize(const char *s, char *out, size_t len)
-{
-    const unsigned char *p = (const unsigned char *)s;
-    size_t o = 0;
-    while (*p) {
-        size_t n = utf8_sequence(p), take = n ? n : 1;
-        if (o + take + 1 > len)
-            break;
-        if (n)
-            memcpy(out + o, p, n);
-        else
-            out[o] = '?';
-        o += take;
-        p += take;
-    }
-    out[o] = '\0';
-}
-
 /* Jansson refuses strings that are not valid UTF-8, and names recorded from a program need not
  * be: such a name is passed on with its invalid bytes replaced, from a ring of buffers large
  * enough for all the strings of one event. */
@@ -241,12 +106,12 @@ static const char *json_safe(const char *s)
     static unsigned next;
     const unsigned char *p = (const unsigned char *)s;
     size_t n = 1;
-    while (*p && (n = utf8_sequence(p)) != 0)
+    while (*p && (n = ws_utf8_sequence(p)) != 0)
         p += n;
     if (n != 0)
         return s;
     char *out = ring[next++ % 8];
-    utf8_sanitize(s, out, sizeof ring[0]);
+    ws_utf8_sanitize(s, out, sizeof ring[0]);
     return out;
 }
 
@@ -652,17 +517,17 @@ int cmd_export(int argc, char **argv)
     if (status >= 0)
         return status;
     struct export_ctx x = {.with_memory = opts.with_memory, .pid = 1};
-    struct out_file out = {0};
+    struct ws_outfile out = {0};
     status = WS_EXIT_USAGE;
     if (ws_tracedb_open(opts.trace, WS_TRACEDB_READ, &x.db, x.err, sizeof x.err) != 0)
         goto done;
-    if (out_open(&out, opts.output, x.err, sizeof x.err) != 0)
+    if (ws_outfile_open(&out, opts.output, x.err, sizeof x.err) != 0)
         goto done;
     x.out = out.fp;
     int ok = write_document(&x, opts.trace) == 0;
     if (!ok) /* name the input: the error came from reading or writing its events */
         snprintf(x.err + strlen(x.err), sizeof x.err - strlen(x.err), " (exporting %s)", opts.trace);
-    if (out_close(&out, ok, x.err, sizeof x.err) == 0)
+    if (ws_outfile_close(&out, ok, x.err, sizeof x.err) == 0)
         status = WS_EXIT_OK;
 done:
     if (status != WS_EXIT_OK)

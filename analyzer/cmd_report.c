@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "commands.h"
+#include "outfile.h"
 #include "output.h"
 #include "tracedb.h"
 
@@ -745,6 +746,12 @@ static void md_nodes(FILE *out, const struct report *rep)
         return;
     }
     size_t shown = rep->nchanges < REPORT_TOP_NODES ? rep->nchanges : REPORT_TOP_NODES;
+    for (int side = BASE; side <= CAND; side++)
+        if (rep->t[side].has_fallbacks) /* a planned execution: blocks are not device allocations */
+            fprintf(out,
+                    "The %s ran under a static plan: its nodes take blocks of one backing buffer, which are not "
+                    "device allocations, so only fallbacks appear as node bytes.\n\n",
+                    side == BASE ? "baseline" : "candidate");
     fprintf(out,
             "Largest changes first: %zu of %zu nodes shown, %zu changed. Bytes are per run (maximum over runs).\n\n",
             shown, rep->nchanges, rep->nchanged);
@@ -816,51 +823,6 @@ static void write_markdown(FILE *out, const struct report *rep)
 
 /* ---- JSON ---- */
 
-/* Length of the valid UTF-8 sequence at p (1-4), or 0 when the bytes there are not one. */
-static size_t utf8_sequence(const unsigned char *p)
-{
-    static const unsigned min_code[] = {0, 0, 0x80, 0x800, 0x10000};
-    size_t n;
-    unsigned code;
-    if (p[0] < 0x80)
-        return 1;
-    if ((p[0] & 0xE0) == 0xC0)
-        n = 2, code = p[0] & 0x1Fu;
-    else if ((p[0] & 0xF0) == 0xE0)
-        n = 3, code = p[0] & 0x0Fu;
-    else if ((p[0] & 0xF8) == 0xF0)
-        n = 4, code = p[0] & 0x07u;
-    else
-        return 0;
-    for (size_t i = 1; i < n; i++) { /* a NUL fails the test before anything past it is read */
-        if ((p[i] & 0xC0) != 0x80)
-            return 0;
-        code = code << 6 | (p[i] & 0x3Fu);
-    }
-    if (code < min_code[n] || code > 0x10FFFF || (code >= 0xD800 && code <= 0xDFFF))
-        return 0;
-    return n;
-}
-
-/* Copy of s with every byte that is not part of a valid UTF-8 sequence replaced by '?'. */
-static void utf8_sanitize(const char *s, char *out, size_t len)
-{
-    const unsigned char *p = (const unsigned char *)s;
-    size_t o = 0;
-    while (*p) {
-        size_t n = utf8_sequence(p), take = n ? n : 1;
-        if (o + take + 1 > len)
-            break;
-        if (n)
-            memcpy(out + o, p, n);
-        else
-            out[o] = '?';
-        o += take;
-        p += take;
-    }
-    out[o] = '\0';
-}
-
 /* A JSON string of s: Jansson refuses invalid UTF-8, which node names recorded from a program
  * and file names may contain; their invalid bytes are replaced. */
 static json_t *json_text(const char *s)
@@ -871,7 +833,7 @@ static json_t *json_text(const char *s)
     size_t len = strlen(s) + 1; /* replacing never lengthens */
     char *copy = malloc(len);
     if (copy) {
-        utf8_sanitize(s, copy, len);
+        ws_utf8_sanitize(s, copy, len);
         v = json_string(copy);
         free(copy);
     }
@@ -946,7 +908,7 @@ static json_t *json_verdicts_of(const struct trace_facts *f)
     json_t *obj = json_object();
     for (size_t i = 0; obj && i < f->nverdicts; i++) {
         char key[128]; /* keys must be valid UTF-8 too; verify writes short ASCII words */
-        utf8_sanitize(f->verdicts[i].verdict, key, sizeof key);
+        ws_utf8_sanitize(f->verdicts[i].verdict, key, sizeof key);
         if (json_object_set_new(obj, key, json_integer(f->verdicts[i].count)) != 0) {
             json_decref(obj);
             return NULL;
@@ -1020,94 +982,6 @@ static json_t *build_json(const struct report *rep)
 
 /* ---- output file: temporary name, renamed over the destination when complete ---- */
 
-struct out_file {
-    FILE *fp;
-    char *tmp;        /* temporary name renamed over path when complete; NULL when writing in place */
-    const char *path; /* destination, "-" for standard output */
-    int owned;        /* fp was opened here */
-};
-
-static int out_open_temp(struct out_file *o, char *err, size_t errlen)
-{
-    size_t len = strlen(o->path) + 32;
-    if (!(o->tmp = malloc(len))) {
-        snprintf(err, errlen, "out of memory");
-        return -1;
-    }
-    /* O_EXCL with the pid and a counter: a fresh name, created with the caller's umask like any
-     * other output file (mkstemp would force mode 0600). */
-    int saved = EEXIST;
-    for (unsigned attempt = 0; attempt < 100 && saved == EEXIST; attempt++) {
-        snprintf(o->tmp, len, "%s.tmp.%ld.%u", o->path, (long)getpid(), attempt);
-        int fd = open(o->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-        if (fd < 0) {
-            saved = errno;
-            continue;
-        }
-        if ((o->fp = fdopen(fd, "w")) != NULL) {
-            o->owned = 1;
-            return 0;
-        }
-        saved = errno;
-        close(fd);
-        unlink(o->tmp);
-    }
-    snprintf(err, errlen, "%s: cannot write: %s", o->path, strerror(saved));
-    free(o->tmp);
-    o->tmp = NULL;
-    return -1;
-}
-
-static int out_open(struct out_file *o, const char *path, char *err, size_t errlen)
-{
-    struct stat st;
-    memset(o, 0, sizeof *o);
-    o->path = path;
-    if (!strcmp(path, "-")) {
-        o->fp = stdout;
-        return 0;
-    }
-    /* Devices, pipes and symbolic links are written in place: renaming over them would replace
-     * /dev/null or a pipe with a regular file. */
-    if (lstat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
-        if (!(o->fp = fopen(path, "w"))) {
-            snprintf(err, errlen, "%s: cannot write: %s", path, strerror(errno));
-            return -1;
-        }
-        o->owned = 1;
-        return 0;
-    }
-    return out_open_temp(o, err, errlen);
-}
-
-/* Finish the output: on success rename the temporary file over the destination, otherwise
- * remove it, so that a failed command leaves the destination as it was. */
-static int out_close(struct out_file *o, int ok, char *err, size_t errlen)
-{
-    int rc = ok ? 0 : -1;
-    if (!o->fp)
-        return rc;
-    int failed = ferror(o->fp) != 0;
-    if (o->owned ? fclose(o->fp) != 0 : fflush(o->fp) != 0)
-        failed = 1;
-    o->fp = NULL;
-    if (rc == 0 && failed) {
-        snprintf(err, errlen, "%s: write failed: %s", strcmp(o->path, "-") ? o->path : "standard output",
-                 strerror(errno));
-        rc = -1;
-    }
-    if (o->tmp) {
-        if (rc == 0 && rename(o->tmp, o->path) != 0) {
-            snprintf(err, errlen, "%s: cannot rename the finished file into place: %s", o->path, strerror(errno));
-            rc = -1;
-        }
-        if (rc != 0)
-            unlink(o->tmp);
-        free(o->tmp);
-        o->tmp = NULL;
-    }
-    return rc;
-}
 
 /* ---- command line ---- */
 
@@ -1190,14 +1064,14 @@ static int parse_report_args(int argc, char **argv, struct report_opts *o)
 
 static int write_report(const struct report *rep, const struct report_opts *opts, char *err, size_t errlen)
 {
-    struct out_file out;
+    struct ws_outfile out;
     json_t *doc = NULL;
     int ok = 0;
     if (opts->json && !(doc = build_json(rep))) {
         snprintf(err, errlen, "out of memory while building the report");
         return -1;
     }
-    if (out_open(&out, opts->output, err, errlen) != 0)
+    if (ws_outfile_open(&out, opts->output, err, errlen) != 0)
         goto done;
     if (doc) {
         ok = json_dumpf(doc, out.fp, JSON_INDENT(2) | JSON_REAL_PRECISION(10)) == 0 && fputc('\n', out.fp) != EOF;
@@ -1207,7 +1081,7 @@ static int write_report(const struct report *rep, const struct report_opts *opts
     }
     if (!ok)
         snprintf(err, errlen, "%s: write failed: %s", opts->output, strerror(errno));
-    ok = out_close(&out, ok, err, errlen) == 0;
+    ok = ws_outfile_close(&out, ok, err, errlen) == 0;
 done:
     json_decref(doc);
     return ok ? 0 : -1;

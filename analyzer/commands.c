@@ -1,6 +1,9 @@
 /* The one list of wstrace subcommands: help, dispatch and completion read it. */
 #include "commands.h"
 
+#include <stdarg.h>
+#include <stdio.h>
+
 const struct ws_command ws_commands[] = {
     /* name, function, flags, summary */
     {"record", cmd_record, 0, "run a program under the tracer and write its SQLite trace"},
@@ -15,3 +18,13 @@ const struct ws_command ws_commands[] = {
 };
 
 const unsigned ws_command_count = sizeof(ws_commands) / sizeof(ws_commands[0]);
+
+void ws_error(const char *fmt, ...)
+{
+    va_list ap;
+    fputs("wstrace: ", stderr);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+}

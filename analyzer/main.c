@@ -2,20 +2,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <stdarg.h>
 
 #include "commands.h"
 #include "version.h"
-
-void ws_error(const char *fmt, ...)
-{
-    va_list ap;
-    fputs("wstrace: ", stderr);
-    va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
-    va_end(ap);
-    fputc('\n', stderr);
-}
 
 static void usage(FILE *out)
 {

@@ -6,26 +6,12 @@
 int ws_push(uint8_t api, uint64_t domain, const char *text, size_t len, uint64_t handle);
 int ws_pop(uint8_t api, uint64_t domain);
 
-static int enter(void)
-{
-    if (ws_self.in_hook || !ws_enabled)
-        return 0;
-    ws_self.in_hook = 1;
-    return 1;
-}
-
-static void leave(int saved)
-{
-    ws_self.in_hook = 0;
-    errno = saved;
-}
-
 static void node_push(const char *name) { ws_push(WS_API_wstrace, 0, name, strlen(name), 0); }
 static void node_pop(void) { ws_pop(WS_API_wstrace, 0); }
 
 static void string_event(uint8_t type, const char *s, uint64_t u0, uint64_t u2, uint64_t u3)
 {
-    if (!enter())
+    if (!ws_hook_enter())
         return;
     int saved = errno;
     uint32_t n;
@@ -37,14 +23,14 @@ static void string_event(uint8_t type, const char *s, uint64_t u0, uint64_t u2, 
         r->u[3] = u3;
         ws_rec_commit(n);
     }
-    leave(saved);
+    ws_hook_leave(saved);
 }
 
 static void run_begin(const char *shape_key) { string_event(WS_REC_RUN_BEGIN, shape_key, 0, 0, 0); }
 
 static void run_end(void)
 {
-    if (!enter())
+    if (!ws_hook_enter())
         return;
     int saved = errno;
     struct ws_rec *r = ws_rec_reserve(1);
@@ -55,7 +41,7 @@ static void run_end(void)
         r->ns = ws_now();
         ws_rec_commit(1);
     }
-    leave(saved);
+    ws_hook_leave(saved);
 }
 
 static void estimate_workspace(const char *node, uint32_t slot, uint64_t bytes)
@@ -79,7 +65,7 @@ static void metadata(const char *key, const char *value)
         vlen = sizeof buf - klen;
     memcpy(buf, key, klen);
     memcpy(buf + klen, value, vlen);
-    if (!enter())
+    if (!ws_hook_enter())
         return;
     int saved = errno;
     uint32_t n;
@@ -89,7 +75,7 @@ static void metadata(const char *key, const char *value)
         r->u[0] = klen;
         ws_rec_commit(n);
     }
-    leave(saved);
+    ws_hook_leave(saved);
 }
 
 static const struct wstrace_api_v1 api_v1 = {

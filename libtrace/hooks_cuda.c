@@ -71,21 +71,6 @@ static void resolve_real(void)
 
 static WS_TLS int current_device;
 
-/* Enter a hook: returns 1 when the call must be recorded. */
-static inline int hook_enter(void)
-{
-    if (__builtin_expect(ws_self.in_hook != 0 || !ws_enabled, 0))
-        return 0;
-    ws_self.in_hook = 1;
-    return 1;
-}
-
-static inline void hook_leave(int saved_errno)
-{
-    ws_self.in_hook = 0;
-    errno = saved_errno;
-}
-
 static inline void record_alloc(uint8_t api, cudaError_t rc, void *ptr, uint64_t requested, uint64_t bytes,
                                 cudaStream_t stream, uint32_t memory, uint64_t aux)
 {
@@ -153,12 +138,12 @@ WS_EXPORT cudaError_t cudaMalloc(void **ptr, size_t size)
     __typeof__(real.cudaMalloc) fn = REAL(cudaMalloc);
     if (!fn)
         return MISSING;
-    if (!hook_enter())
+    if (!ws_hook_enter())
         return fn(ptr, size);
     cudaError_t rc = fn(ptr, size);
     int saved = errno;
     record_alloc(WS_API_cudaMalloc, rc, ptr ? *ptr : NULL, size, size, 0, WS_MEM_DEVICE, 0);
-    hook_leave(saved);
+    ws_hook_leave(saved);
     return rc;
 }
 
@@ -167,12 +152,12 @@ WS_EXPORT cudaError_t cudaMallocAsync(void **ptr, size_t size, cudaStream_t stre
     __typeof__(real.cudaMallocAsync) fn = REAL(cudaMallocAsync);
     if (!fn)
         return MISSING;
-    if (!hook_enter())
+    if (!ws_hook_enter())
         return fn(ptr, size, stream);
     cudaError_t rc = fn(ptr, size, stream);
     int saved = errno;
     record_alloc(WS_API_cudaMallocAsync, rc, ptr ? *ptr : NULL, size, size, stream, WS_MEM_DEVICE, 0);
-    hook_leave(saved);
+    ws_hook_leave(saved);
     return rc;
 }
 
@@ -181,13 +166,13 @@ WS_EXPORT cudaError_t cudaMallocFromPoolAsync(void **ptr, size_t size, cudaMemPo
     __typeof__(real.cudaMallocFromPoolAsync) fn = REAL(cudaMallocFromPoolAsync);
     if (!fn)
         return MISSING;
-    if (!hook_enter())
+    if (!ws_hook_enter())
         return fn(ptr, size, pool, stream);
     cudaError_t rc = fn(ptr, size, pool, stream);
     int saved = errno;
     record_alloc(WS_API_cudaMallocFromPoolAsync, rc, ptr ? *ptr : NULL, size, size, stream, WS_MEM_DEVICE,
                  (uint64_t)(uintptr_t)pool);
-    hook_leave(saved);
+    ws_hook_leave(saved);
     return rc;
 }
 
@@ -196,12 +181,12 @@ WS_EXPORT cudaError_t cudaMallocManaged(void **ptr, size_t size, unsigned int fl
     __typeof__(real.cudaMallocManaged) fn = REAL(cudaMallocManaged);
     if (!fn)
         return MISSING;
-    if (!hook_enter())
+    if (!ws_hook_enter())
         return fn(ptr, size, flags);
     cudaError_t rc = fn(ptr, size, flags);
     int saved = errno;
     record_alloc(WS_API_cudaMallocManaged, rc, ptr ? *ptr : NULL, size, size, 0, WS_MEM_MANAGED, flags);
-    hook_leave(saved);
+    ws_hook_leave(saved);
     return rc;
 }
 
@@ -210,7 +195,7 @@ WS_EXPORT cudaError_t cudaMallocPitch(void **ptr, size_t *pitch, size_t width, s
     __typeof__(real.cudaMallocPitch) fn = REAL(cudaMallocPitch);
     if (!fn)
         return MISSING;
-    if (!hook_enter())
+    if (!ws_hook_enter())
         return fn(ptr, pitch, width, height);
     cudaError_t rc = fn(ptr, pitch, width, height);
     int saved = errno;
@@ -221,7 +206,7 @@ WS_EXPORT cudaError_t cudaMallocPitch(void **ptr, size_t *pitch, size_t width, s
         bytes = UINT64_MAX;
     record_alloc(WS_API_cudaMallocPitch, rc, ptr ? *ptr : NULL, requested, bytes, 0, WS_MEM_DEVICE,
                  rc == cudaSuccess && pitch ? *pitch : 0);
-    hook_leave(saved);
+    ws_hook_leave(saved);
     return rc;
 }
 
@@ -230,12 +215,12 @@ WS_EXPORT cudaError_t cudaMallocHost(void **ptr, size_t size)
     __typeof__(real.cudaMallocHost) fn = REAL(cudaMallocHost);
     if (!fn)
         return MISSING;
-    if (!hook_enter())
+    if (!ws_hook_enter())
         return fn(ptr, size);
     cudaError_t rc = fn(ptr, size);
     int saved = errno;
     record_alloc(WS_API_cudaMallocHost, rc, ptr ? *ptr : NULL, size, size, 0, WS_MEM_HOST, 0);
-    hook_leave(saved);
+    ws_hook_leave(saved);
     return rc;
 }
 
@@ -244,12 +229,12 @@ WS_EXPORT cudaError_t cudaHostAlloc(void **ptr, size_t size, unsigned int flags)
     __typeof__(real.cudaHostAlloc) fn = REAL(cudaHostAlloc);
     if (!fn)
         return MISSING;
-    if (!hook_enter())
+    if (!ws_hook_enter())
         return fn(ptr, size, flags);
     cudaError_t rc = fn(ptr, size, flags);
     int saved = errno;
     record_alloc(WS_API_cudaHostAlloc, rc, ptr ? *ptr : NULL, size, size, 0, WS_MEM_HOST, flags);
-    hook_leave(saved);
+    ws_hook_leave(saved);
     return rc;
 }
 
@@ -261,12 +246,12 @@ WS_EXPORT cudaError_t cudaFree(void *ptr)
     if (!fn)
         return MISSING;
     /* cudaFree(NULL) frees nothing: programs call it to create the context. */
-    if (!ptr || !hook_enter())
+    if (!ptr || !ws_hook_enter())
         return fn(ptr);
     cudaError_t rc = fn(ptr);
     int saved = errno;
     record_free(WS_API_cudaFree, rc, ptr, 0, WS_MEM_DEVICE);
-    hook_leave(saved);
+    ws_hook_leave(saved);
     return rc;
 }
 
@@ -275,12 +260,12 @@ WS_EXPORT cudaError_t cudaFreeAsync(void *ptr, cudaStream_t stream)
     __typeof__(real.cudaFreeAsync) fn = REAL(cudaFreeAsync);
     if (!fn)
         return MISSING;
-    if (!ptr || !hook_enter())
+    if (!ptr || !ws_hook_enter())
         return fn(ptr, stream);
     cudaError_t rc = fn(ptr, stream);
     int saved = errno;
     record_free(WS_API_cudaFreeAsync, rc, ptr, stream, WS_MEM_DEVICE);
-    hook_leave(saved);
+    ws_hook_leave(saved);
     return rc;
 }
 
@@ -289,12 +274,12 @@ WS_EXPORT cudaError_t cudaFreeHost(void *ptr)
     __typeof__(real.cudaFreeHost) fn = REAL(cudaFreeHost);
     if (!fn)
         return MISSING;
-    if (!ptr || !hook_enter())
+    if (!ptr || !ws_hook_enter())
         return fn(ptr);
     cudaError_t rc = fn(ptr);
     int saved = errno;
     record_free(WS_API_cudaFreeHost, rc, ptr, 0, WS_MEM_HOST);
-    hook_leave(saved);
+    ws_hook_leave(saved);
     return rc;
 }
 
@@ -321,12 +306,12 @@ WS_EXPORT cudaError_t cudaLaunchKernel(const void *func, dim3 grid, dim3 block, 
     __typeof__(real.cudaLaunchKernel) fn = REAL(cudaLaunchKernel);
     if (!fn)
         return MISSING;
-    if (!hook_enter())
+    if (!ws_hook_enter())
         return fn(func, grid, block, args, smem, stream);
     cudaError_t rc = fn(func, grid, block, args, smem, stream);
     int saved = errno;
     record_launch(WS_API_cudaLaunchKernel, rc, func, grid, block, smem, stream);
-    hook_leave(saved);
+    ws_hook_leave(saved);
     return rc;
 }
 
@@ -336,12 +321,12 @@ WS_EXPORT cudaError_t cudaLaunchCooperativeKernel(const void *func, dim3 grid, d
     __typeof__(real.cudaLaunchCooperativeKernel) fn = REAL(cudaLaunchCooperativeKernel);
     if (!fn)
         return MISSING;
-    if (!hook_enter())
+    if (!ws_hook_enter())
         return fn(func, grid, block, args, smem, stream);
     cudaError_t rc = fn(func, grid, block, args, smem, stream);
     int saved = errno;
     record_launch(WS_API_cudaLaunchCooperativeKernel, rc, func, grid, block, smem, stream);
-    hook_leave(saved);
+    ws_hook_leave(saved);
     return rc;
 }
 
@@ -350,7 +335,7 @@ WS_EXPORT cudaError_t cudaLaunchKernelExC(const cudaLaunchConfig_t *config, cons
     __typeof__(real.cudaLaunchKernelExC) fn = REAL(cudaLaunchKernelExC);
     if (!fn)
         return MISSING;
-    if (!hook_enter())
+    if (!ws_hook_enter())
         return fn(config, func, args);
     cudaError_t rc = fn(config, func, args);
     int saved = errno;
@@ -359,7 +344,7 @@ WS_EXPORT cudaError_t cudaLaunchKernelExC(const cudaLaunchConfig_t *config, cons
                       config->dynamicSmemBytes, config->stream);
     else
         record_launch(WS_API_cudaLaunchKernelExC, rc, func, (dim3){0, 0, 0}, (dim3){0, 0, 0}, 0, 0);
-    hook_leave(saved);
+    ws_hook_leave(saved);
     return rc;
 }
 
@@ -369,12 +354,12 @@ WS_EXPORT cudaError_t __cudaLaunchKernel(cudaKernel_t kernel, dim3 grid, dim3 bl
     __typeof__(real.__cudaLaunchKernel) fn = REAL(__cudaLaunchKernel);
     if (!fn)
         return MISSING;
-    if (!hook_enter())
+    if (!ws_hook_enter())
         return fn(kernel, grid, block, args, smem, stream);
     cudaError_t rc = fn(kernel, grid, block, args, smem, stream);
     int saved = errno;
     record_launch(WS_API___cudaLaunchKernel, rc, kernel, grid, block, smem, stream);
-    hook_leave(saved);
+    ws_hook_leave(saved);
     return rc;
 }
 
@@ -384,12 +369,12 @@ WS_EXPORT cudaError_t __cudaLaunchKernel_ptsz(cudaKernel_t kernel, dim3 grid, di
     __typeof__(real.__cudaLaunchKernel_ptsz) fn = REAL(__cudaLaunchKernel_ptsz);
     if (!fn)
         return MISSING;
-    if (!hook_enter())
+    if (!ws_hook_enter())
         return fn(kernel, grid, block, args, smem, stream);
     cudaError_t rc = fn(kernel, grid, block, args, smem, stream);
     int saved = errno;
     record_launch(WS_API___cudaLaunchKernel_ptsz, rc, kernel, grid, block, smem, stream);
-    hook_leave(saved);
+    ws_hook_leave(saved);
     return rc;
 }
 
@@ -398,7 +383,7 @@ WS_EXPORT cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t stream)
     __typeof__(real.cudaGraphLaunch) fn = REAL(cudaGraphLaunch);
     if (!fn)
         return MISSING;
-    if (!hook_enter())
+    if (!ws_hook_enter())
         return fn(exec, stream);
     cudaError_t rc = fn(exec, stream);
     int saved = errno;
@@ -414,7 +399,7 @@ WS_EXPORT cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t stream)
         r->u[5] = (uint64_t)(uint32_t)current_device;
         ws_rec_commit(1);
     }
-    hook_leave(saved);
+    ws_hook_leave(saved);
     return rc;
 }
 
@@ -440,11 +425,11 @@ WS_EXPORT void __cudaRegisterFunction(void **fat_cubin, const char *host_fun, ch
     __typeof__(real.__cudaRegisterFunction) fn = REAL(__cudaRegisterFunction);
     if (fn)
         fn(fat_cubin, host_fun, device_fun, device_name, thread_limit, tid, bid, bdim, gdim, wsize);
-    if (!hook_enter())
+    if (!ws_hook_enter())
         return;
     int saved = errno;
     record_symbol(host_fun, device_name ? device_name : device_fun, 0, 1);
-    hook_leave(saved);
+    ws_hook_leave(saved);
 }
 
 /* nvcc 13 launches through a cudaKernel_t handle: remember which host stub it stands for. */
@@ -454,11 +439,11 @@ WS_EXPORT cudaError_t __cudaGetKernel(cudaKernel_t *kernel, const void *host_fun
     if (!fn)
         return MISSING;
     cudaError_t rc = fn(kernel, host_fun);
-    if (rc != cudaSuccess || !kernel || !hook_enter())
+    if (rc != cudaSuccess || !kernel || !ws_hook_enter())
         return rc;
     int saved = errno;
     record_symbol(*kernel, "", (uint64_t)(uintptr_t)host_fun, 2);
-    hook_leave(saved);
+    ws_hook_leave(saved);
     return rc;
 }
 

@@ -79,20 +79,6 @@ static void message_of(const nvtxEventAttributes_t *a, struct message *m)
     }
 }
 
-static int enter(void)
-{
-    if (ws_self.in_hook || !ws_enabled)
-        return 0;
-    ws_self.in_hook = 1;
-    return 1;
-}
-
-static void leave(int saved)
-{
-    ws_self.in_hook = 0;
-    errno = saved;
-}
-
 /* One string-carrying record: type, domain, text, registered handle (slot u_handle), extra value in u2. */
 static void emit(uint8_t type, uint8_t api, uint64_t domain, const char *text, size_t len, int handle_slot,
                  uint64_t handle, uint64_t u2)
@@ -129,12 +115,12 @@ static void emit_plain(uint8_t type, uint8_t api, uint64_t domain, uint64_t u2, 
 int ws_push(uint8_t api, uint64_t domain, const char *text, size_t len, uint64_t handle)
 {
     int depth = ws_self.nvtx_depth++;
-    if (!enter())
+    if (!ws_hook_enter())
         return depth;
     int saved = errno;
     /* PUSH: u0 domain, u1 length, u2 registered handle */
     emit(WS_REC_PUSH, api, domain, text, len, 2, handle, handle);
-    leave(saved);
+    ws_hook_leave(saved);
     return depth;
 }
 
@@ -143,11 +129,11 @@ int ws_pop(uint8_t api, uint64_t domain)
     if (ws_self.nvtx_depth <= 0)
         return -1;
     int depth = --ws_self.nvtx_depth;
-    if (!enter())
+    if (!ws_hook_enter())
         return depth;
     int saved = errno;
     emit_plain(WS_REC_POP, api, domain, 0, depth);
-    leave(saved);
+    ws_hook_leave(saved);
     return depth;
 }
 
@@ -183,7 +169,7 @@ static int NVTX_API domain_pop(nvtxDomainHandle_t d) { return ws_pop(WS_API_nvtx
 static nvtxRangeId_t range_start(uint64_t domain, const char *text, size_t len, uint64_t handle)
 {
     nvtxRangeId_t id = __atomic_fetch_add(&next_range_id, 1, __ATOMIC_RELAXED);
-    if (!enter())
+    if (!ws_hook_enter())
         return id;
     int saved = errno;
     uint32_t n;
@@ -195,7 +181,7 @@ static nvtxRangeId_t range_start(uint64_t domain, const char *text, size_t len, 
         r->u[3] = handle;
         ws_rec_commit(n);
     }
-    leave(saved);
+    ws_hook_leave(saved);
     return id;
 }
 
@@ -223,11 +209,11 @@ static nvtxRangeId_t NVTX_API domain_start(nvtxDomainHandle_t d, const nvtxEvent
 
 static void range_end(uint64_t domain, nvtxRangeId_t id)
 {
-    if (!enter())
+    if (!ws_hook_enter())
         return;
     int saved = errno;
     emit_plain(WS_REC_RANGE_END, WS_API_nvtx, domain, id, 0);
-    leave(saved);
+    ws_hook_leave(saved);
 }
 static void NVTX_API end_default(nvtxRangeId_t id) { range_end(0, id); }
 static void NVTX_API domain_end(nvtxDomainHandle_t d, nvtxRangeId_t id) { range_end((uint64_t)(uintptr_t)d, id); }
@@ -236,7 +222,7 @@ static void NVTX_API domain_end(nvtxDomainHandle_t d, nvtxRangeId_t id) { range_
 
 static void mark(uint64_t domain, const char *text, size_t len, uint64_t handle)
 {
-    if (!enter())
+    if (!ws_hook_enter())
         return;
     int saved = errno;
     uint32_t n;
@@ -247,7 +233,7 @@ static void mark(uint64_t domain, const char *text, size_t len, uint64_t handle)
         r->u[3] = handle;
         ws_rec_commit(n);
     }
-    leave(saved);
+    ws_hook_leave(saved);
 }
 static void NVTX_API mark_a(const char *message) { mark(0, message ? message : "", message ? strlen(message) : 0, 0); }
 static void NVTX_API mark_w(const wchar_t *message)
@@ -273,10 +259,10 @@ static void NVTX_API domain_mark(nvtxDomainHandle_t d, const nvtxEventAttributes
 static nvtxDomainHandle_t domain_create(const char *name, size_t len)
 {
     uint64_t id = __atomic_fetch_add(&next_domain, 1, __ATOMIC_RELAXED);
-    if (enter()) {
+    if (ws_hook_enter()) {
         int saved = errno;
         emit(WS_REC_DOMAIN, WS_API_nvtx, id, name, len, 0, 0, 0);
-        leave(saved);
+        ws_hook_leave(saved);
     }
     return (nvtxDomainHandle_t)(uintptr_t)id;
 }
@@ -295,10 +281,10 @@ static void NVTX_API domain_destroy(nvtxDomainHandle_t d) { (void)d; }
 static nvtxStringHandle_t register_string(uint64_t domain, const char *s, size_t len)
 {
     uint64_t handle = __atomic_fetch_add(&next_string, 1, __ATOMIC_RELAXED);
-    if (enter()) {
+    if (ws_hook_enter()) {
         int saved = errno;
         emit(WS_REC_REGISTER_STRING, WS_API_nvtx, domain, s, len, 0, 0, handle);
-        leave(saved);
+        ws_hook_leave(saved);
     }
     return (nvtxStringHandle_t)(uintptr_t)handle;
 }
@@ -315,11 +301,11 @@ static nvtxStringHandle_t NVTX_API register_w(nvtxDomainHandle_t d, const wchar_
 
 static void name_thread(uint32_t tid, const char *name, size_t len)
 {
-    if (!enter())
+    if (!ws_hook_enter())
         return;
     int saved = errno;
     emit(WS_REC_THREAD_NAME, WS_API_nvtx, tid, name, len, 0, 0, 0);
-    leave(saved);
+    ws_hook_leave(saved);
 }
 static void NVTX_API name_thread_a(uint32_t tid, const char *name)
 {

@@ -66,6 +66,25 @@ static inline void ws_rec_commit(uint32_t n)
     __atomic_store_n(&t->chunk->committed, t->used, __ATOMIC_RELEASE);
 }
 
+/*
+ * Every hook brackets its recording with these: ws_hook_enter() returns 1 when the call must be
+ * recorded (tracing on, and not already inside a hook on this thread: work done by the tracer
+ * itself is never traced twice); ws_hook_leave() restores the errno the program must see.
+ */
+static inline int ws_hook_enter(void)
+{
+    if (__builtin_expect(ws_self.in_hook != 0 || !ws_enabled, 0))
+        return 0;
+    ws_self.in_hook = 1;
+    return 1;
+}
+
+static inline void ws_hook_leave(int saved_errno)
+{
+    ws_self.in_hook = 0;
+    errno = saved_errno;
+}
+
 /* A record with a string payload of len bytes (truncated at WS_MAX_STRING). */
 struct ws_rec *ws_rec_string(uint8_t type, const char *s, size_t len, uint32_t *nrecs);
 

@@ -181,14 +181,3 @@ void tb_cleanup(void)
         nftw(temp_dir, remove_entry, 8, FTW_DEPTH | FTW_PHYS);
 }
 
-/* The CLI's ws_error lives in main.c, which tests do not link; the same one line on stderr.
- * Weak, so that a test program linking another definition keeps that one. */
-__attribute__((weak)) void ws_error(const char *fmt, ...)
-{
-    va_list ap;
-    fputs("wstrace: ", stderr);
-    va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
-    va_end(ap);
-    fputc('\n', stderr);
-}

@@ -19,17 +19,6 @@
 #include "commands.h"
 #include "tracedb.h"
 
-/* The CLI's ws_error lives in main.c, which tests do not link; weak so that a definition in
- * the library, if there is one, takes precedence. */
-__attribute__((weak)) void ws_error(const char *fmt, ...)
-{
-    va_list ap;
-    fputs("wstrace: ", stderr);
-    va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
-    va_end(ap);
-    fputc('\n', stderr);
-}
 
 /* ---- fixture: one temporary folder per test ---- */
 
