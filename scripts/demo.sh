@@ -2,8 +2,9 @@
 # The main job, end to end: build, trace the bundled workload allocating on the fly, analyse it,
 # plan it, run it again under the plan, and compare the two traces.
 #
-# Leaves in out/demo/: dynamic.db and planned.db (the two traces), report.md (the comparison),
-# and the outputs of each step (*.txt).  Uses the GPU when one is present, else the simulated
+# Leaves in out/demo/: dynamic.db, arena.db and planned.db (the traces), report.md (dynamic
+# against planned), arena-report.md (a caching arena against planned), and the outputs of each
+# step (*.txt).  Uses the GPU when one is present, else the simulated
 # device.  Options: WSK_ARGS overrides the workload configuration.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -13,7 +14,7 @@ build=${WSTRACE_BUILD:-build}
 mkdir -p "$out"
 
 step=0
-steps=9
+steps=10
 say() {
     step=$((step + 1))
     printf '\n\033[1m[%d/%d] %s\033[0m\n' "$step" "$steps" "$*"
@@ -58,16 +59,26 @@ say "run the workload again under the plan (planned.db)"
     --dump "$out/planned-outputs.txt" | tee "$out/planned-run.txt"
 "$wstrace" lifetimes "$out/planned.db" >/dev/null
 
-say "check outputs: planned run against dynamic run"
-if cmp -s "$out/dynamic-outputs.txt" "$out/planned-outputs.txt"; then
-    echo "outputs identical (tokens and logits of every run, bit for bit)"
-else
-    echo "outputs DIFFER: see out/demo/dynamic-outputs.txt and planned-outputs.txt" >&2
-    exit 1
-fi
+say "trace the workload through a caching arena, as frameworks allocate without a plan (arena.db)"
+"$wstrace" record -o "$out/arena.db" -- "$wsk" "${workload[@]}" --alloc arena --dump "$out/arena-outputs.txt" |
+    tee "$out/arena-run.txt"
+
+say "check outputs: planned and arena runs against the dynamic run"
+for mode in planned arena; do
+    if cmp -s "$out/dynamic-outputs.txt" "$out/$mode-outputs.txt"; then
+        echo "$mode: outputs identical (tokens and logits of every run, bit for bit)"
+    else
+        echo "$mode: outputs DIFFER: see out/demo/dynamic-outputs.txt and $mode-outputs.txt" >&2
+        exit 1
+    fi
+done
 
 say "report: dynamic.db (baseline) against planned.db (candidate)"
 "$wstrace" report --baseline "$out/dynamic.db" --candidate "$out/planned.db" -o "$out/report.md"
+"$wstrace" report --baseline "$out/arena.db" --candidate "$out/planned.db" -o "$out/arena-report.md"
 cat "$out/report.md"
 echo
-echo "Traces and report: out/demo/dynamic.db, out/demo/planned.db, out/demo/report.md"
+echo "## Against a caching arena (arena.db baseline, planned.db candidate; full report in out/demo/arena-report.md)"
+echo
+awk '/^## Peak live device bytes/ {on = 1; next} /^## / {on = 0} on' "$out/arena-report.md"
+echo "Traces: out/demo/dynamic.db, arena.db, planned.db.  Reports: out/demo/report.md, arena-report.md"

@@ -11,10 +11,26 @@
 
 static const char *const class_names[] = {"activation", "workspace"};
 
-void ws_init(struct ws_allocator *a, enum wsk_alloc_mode mode, cudaStream_t stream,
-             struct wsk_error *err)
+/* The arena's regions: plain cudaMalloc/cudaFree, counted like every call that reaches the
+ * runtime. */
+static int arena_obtain(void *ctx, uint64_t bytes, void **base)
+{
+    struct ws_allocator *a = ctx;
+    a->runtime_allocs++;
+    return (int)cudaMalloc(base, bytes);
+}
+
+static void arena_release(void *ctx, void *base, uint64_t bytes)
+{
+    (void)ctx, (void)bytes;
+    cudaFree(base);
+}
+
+void ws_init(struct ws_allocator *a, enum wsk_alloc_mode mode, uint64_t arena_initial_chunk,
+             cudaStream_t stream, struct wsk_error *err)
 {
     *a = (struct ws_allocator){.mode = mode, .stream = stream, .err = err};
+    wsk_arena_init(&a->arena, arena_initial_chunk, arena_obtain, a);
 }
 
 void ws_run_begin(struct ws_allocator *a, const struct wsk_plan *plan)
@@ -39,7 +55,22 @@ static int remember(struct ws_allocator *a, void *ptr, uint64_t bytes, bool plan
 
 static cudaError_t device_free(struct ws_allocator *a, void *ptr)
 {
+    if (a->mode == WSK_ALLOC_ARENA) /* back to the arena; the region stays */
+        return wsk_arena_free(&a->arena, ptr) == 0 ? cudaSuccess : cudaErrorInvalidValue;
     return a->mode == WSK_ALLOC_ASYNC ? cudaFreeAsync(ptr, a->stream) : cudaFree(ptr);
+}
+
+/* A cudaError_t, or WSK_ARENA_ENOHOST when the arena's bookkeeping ran out of host memory. */
+static int device_alloc(struct ws_allocator *a, uint64_t bytes, void **out)
+{
+    if (a->mode == WSK_ALLOC_ARENA) {
+        int rc = wsk_arena_alloc(&a->arena, bytes, out);
+        /* 0, the status of the region's cudaMalloc, or a size no region could have */
+        return rc == WSK_ARENA_ETOOBIG ? cudaErrorMemoryAllocation : rc;
+    }
+    a->runtime_allocs++;
+    return a->mode == WSK_ALLOC_ASYNC ? cudaMallocAsync(out, bytes, a->stream)
+                                      : cudaMalloc(out, bytes);
 }
 
 /* The block planned for this allocation, if it is the same allocation the plan was made from:
@@ -73,16 +104,16 @@ int ws_alloc(struct ws_allocator *a, const char *node, enum ws_class cls, uint32
         }
         a->fallbacks++; /* and allocate on the fly */
     }
-    cudaError_t rc = a->mode == WSK_ALLOC_ASYNC ? cudaMallocAsync(out, bytes, a->stream)
-                                                 : cudaMalloc(out, bytes);
-    a->runtime_allocs++;
+    int rc = device_alloc(a, bytes, out);
+    if (rc == WSK_ARENA_ENOHOST)
+        return wsk_fail(a->err, WSK_EXIT_FAIL, "wsk: out of host memory");
     if (rc == cudaErrorMemoryAllocation)
         return wsk_fail(a->err, WSK_EXIT_FAIL,
                         "wsk: out of device memory in node %s (%s slot %" PRIu32 ", %" PRIu64
                         " bytes)", node, class_names[cls], slot, bytes);
     if (rc != cudaSuccess)
         return wsk_fail(a->err, WSK_EXIT_FAIL, "wsk: allocation failed in node %s: %s", node,
-                        cudaGetErrorString(rc));
+                        cudaGetErrorString((cudaError_t)rc));
     if (remember(a, *out, bytes, false) != 0) {
         device_free(a, *out);
         *out = NULL;
@@ -117,6 +148,8 @@ void ws_release_all(struct ws_allocator *a)
     }
     if (a->mode == WSK_ALLOC_ASYNC)
         cudaStreamSynchronize(a->stream);
+    /* Regions go back to the device only now, after the last run, as a caching arena's do. */
+    wsk_arena_destroy(&a->arena, arena_release, a);
     free(a->live);
     a->live = NULL;
     a->cap = 0;

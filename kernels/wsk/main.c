@@ -101,7 +101,7 @@ static bool first_of_shape(struct shape_seen *s, uint32_t batch, uint32_t kv)
     return true;
 }
 
-static const char *const alloc_names[] = {"dynamic", "async", "plan"};
+static const char *const alloc_names[] = {"dynamic", "async", "plan", "arena"};
 
 static void shape_key(const struct wsk_config *c, uint32_t run, char *key, size_t size)
 {
@@ -124,21 +124,30 @@ static int check_plans_match(const struct wsk_config *c, struct wsk_plans *plans
                     "keys (e.g. %s)", c->plan_path, key);
 }
 
-/* The plan of this run, its backing buffer allocated at first use (outside every run). */
+/* The plan of this run.  The one backing buffer, as large as the largest plan, is allocated at
+ * the first planned run (outside every run) and shared by the plans of all shape keys. */
 static int plan_for_run(struct wsk_exec *x, const char *key, const struct wsk_plan **out)
 {
-    struct wsk_plan *p = x->plans ? wsk_plans_find(x->plans, key) : NULL;
+    struct wsk_plans *all = x->plans;
+    struct wsk_plan *p = all ? wsk_plans_find(all, key) : NULL;
     *out = p;
-    if (!p || p->backing || p->peak == 0)
+    if (!p || p->peak == 0)
         return 0;
-    cudaError_t rc = cudaMalloc(&p->backing, p->peak);
-    x->alloc->runtime_allocs++;
-    if (rc == cudaErrorMemoryAllocation)
-        return wsk_fail(x->err, WSK_EXIT_FAIL, "wsk: out of device memory allocating the planned "
-                        "buffer of %s (%" PRIu64 " bytes)", key, p->peak);
-    return rc == cudaSuccess ? 0
-                             : wsk_fail(x->err, WSK_EXIT_FAIL, "wsk: cudaMalloc of the planned "
-                                        "buffer failed: %s", cudaGetErrorString(rc));
+    if (!all->backing) {
+        for (uint32_t i = 0; i < all->n; i++)
+            if (all->plans[i].peak > all->backing_bytes)
+                all->backing_bytes = all->plans[i].peak;
+        cudaError_t rc = cudaMalloc(&all->backing, all->backing_bytes);
+        x->alloc->runtime_allocs++;
+        if (rc == cudaErrorMemoryAllocation)
+            return wsk_fail(x->err, WSK_EXIT_FAIL, "wsk: out of device memory allocating the planned "
+                            "buffer (%" PRIu64 " bytes)", all->backing_bytes);
+        if (rc != cudaSuccess)
+            return wsk_fail(x->err, WSK_EXIT_FAIL, "wsk: cudaMalloc of the planned buffer failed: %s",
+                            cudaGetErrorString(rc));
+    }
+    p->backing = all->backing;
+    return 0;
 }
 
 static int run_all(struct wsk_exec *x, struct outputs *o)
@@ -211,6 +220,17 @@ static void finish(const struct outputs *o, const struct ws_allocator *a,
         snprintf(text, sizeof text, "%" PRIu64, a->fallbacks);
         wstrace_metadata("plan_fallbacks", text);
     }
+    if (c->alloc == WSK_ALLOC_ARENA) {
+        const struct wsk_arena_stats *st = &a->arena.stats;
+        printf("arena: %" PRIu32 " regions, %" PRIu64 " bytes reserved, peak in use %" PRIu64
+               " bytes\n", st->regions, st->reserved_bytes, st->peak_in_use_bytes);
+        snprintf(text, sizeof text, "%" PRIu64, st->reserved_bytes);
+        wstrace_metadata("arena_reserved_bytes", text);
+        snprintf(text, sizeof text, "%" PRIu32, st->regions);
+        wstrace_metadata("arena_regions", text);
+        snprintf(text, sizeof text, "%" PRIu64, st->peak_in_use_bytes);
+        wstrace_metadata("arena_peak_in_use_bytes", text);
+    }
     snprintf(text, sizeof text, "%016" PRIx64, o->checksum);
     wstrace_metadata("output_checksum", text);
     printf("allocation calls %" PRIu64 "\n", a->runtime_allocs);
@@ -232,7 +252,7 @@ static int session(struct wsk_config *c, struct wsk_error *err)
         rc = device_info(c, &x.dev, err);
     if (rc == 0 && cudaStreamCreate(&stream) != cudaSuccess)
         rc = wsk_fail(err, WSK_EXIT_FAIL, "wsk: cudaStreamCreate failed");
-    ws_init(&alloc, c->alloc, stream, err);
+    ws_init(&alloc, c->alloc, c->arena_initial_chunk, stream, err);
     if (rc == 0) {
         describe(c, &x.dev);
         rc = outputs_open(&out, c, err);

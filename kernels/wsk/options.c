@@ -41,9 +41,13 @@ void wsk_usage(FILE *out)
           "  --sm-count N        SM count for the heuristics (default: the device's)\n"
           "  --l1 POLICY         Level-1 policy: max-shape (default) or envelope\n"
           "  --alloc MODE        dynamic (cudaMalloc/cudaFree, default), async\n"
-          "                      (cudaMallocAsync/cudaFreeAsync on the stream) or plan (runs of\n"
-          "                      a shape key planned in --plan take blocks of one buffer)\n"
+          "                      (cudaMallocAsync/cudaFreeAsync on the stream), plan (runs of\n"
+          "                      a shape key planned in --plan take blocks of one buffer) or\n"
+          "                      arena (a caching BFC arena like ONNX Runtime's default CUDA\n"
+          "                      allocator: regions kept until the end)\n"
           "  --plan TRACE        trace holding plans written by `wstrace plan` (--alloc plan)\n"
+          "  --arena-initial-chunk BYTES\n"
+          "                      first region of --alloc arena, a multiple of 256 (1048576)\n"
           "  --device DEV        sim (simulated device) or cuda (default: cuda when a GPU is\n"
           "                      present, else sim)\n"
           "  --dump FILE         write tokens and logits of every run as text\n"
@@ -118,11 +122,12 @@ static void set_defaults(struct wsk_config *c)
     c->l1 = WSK_L1_MAX_SHAPE;
     c->alloc = WSK_ALLOC_DYNAMIC;
     c->device = WSK_DEVICE_AUTO;
+    c->arena_initial_chunk = WSK_ARENA_INITIAL_CHUNK;
 }
 
 enum {
     OPT_HEAD_DIM = 256, /* above every short option character */
-    OPT_MAX_KV, OPT_SM_COUNT, OPT_L1, OPT_ALLOC, OPT_DEVICE, OPT_DUMP, OPT_PLAN
+    OPT_MAX_KV, OPT_SM_COUNT, OPT_L1, OPT_ALLOC, OPT_DEVICE, OPT_DUMP, OPT_PLAN, OPT_ARENA_CHUNK
 };
 
 static const struct option long_options[] = {
@@ -135,6 +140,7 @@ static const struct option long_options[] = {
     {"l1", required_argument, 0, OPT_L1},      {"alloc", required_argument, 0, OPT_ALLOC},
     {"device", required_argument, 0, OPT_DEVICE}, {"dump", required_argument, 0, OPT_DUMP},
     {"plan", required_argument, 0, OPT_PLAN},
+    {"arena-initial-chunk", required_argument, 0, OPT_ARENA_CHUNK},
     {"help", no_argument, 0, 'h'},             {0, 0, 0, 0},
 };
 
@@ -150,7 +156,7 @@ static int parse_choice(const char *opt, const char *text, const char *const *na
 static int apply_option(int c, const char *arg, struct wsk_config *cfg, struct wsk_error *err)
 {
     static const char *const l1_names[] = {"max-shape", "envelope"};
-    static const char *const alloc_names[] = {"dynamic", "async", "plan"};
+    static const char *const alloc_names[] = {"dynamic", "async", "plan", "arena"};
     static const char *const device_names[] = {"auto", "sim", "cuda"};
     int choice = 0, rc;
     uint64_t seed;
@@ -176,7 +182,7 @@ static int apply_option(int c, const char *arg, struct wsk_config *cfg, struct w
         cfg->l1 = (enum wsk_l1_policy)choice;
         return rc;
     case OPT_ALLOC:
-        rc = parse_choice("--alloc", arg, alloc_names, 3, &choice, err);
+        rc = parse_choice("--alloc", arg, alloc_names, 4, &choice, err);
         cfg->alloc = (enum wsk_alloc_mode)choice;
         return rc;
     case OPT_DEVICE:
@@ -185,6 +191,15 @@ static int apply_option(int c, const char *arg, struct wsk_config *cfg, struct w
         return rc;
     case OPT_DUMP: cfg->dump_path = arg; return 0;
     case OPT_PLAN: cfg->plan_path = arg; return 0;
+    case OPT_ARENA_CHUNK:
+        /* a multiple of 256 keeps every chunk aligned; the bound keeps doubling in 64 bits */
+        if (parse_u64(arg, WSK_ARENA_MAX_INITIAL_CHUNK, &cfg->arena_initial_chunk) != 0 ||
+            cfg->arena_initial_chunk == 0 || cfg->arena_initial_chunk % WSK_ARENA_ALIGN != 0)
+            return wsk_fail(err, WSK_EXIT_USAGE, "wsk: --arena-initial-chunk: '%s' is not a "
+                            "multiple of 256 from 256 to %llu", arg,
+                            (unsigned long long)WSK_ARENA_MAX_INITIAL_CHUNK);
+        cfg->arena_initial_chunk_set = true;
+        return 0;
     default: return wsk_fail(err, WSK_EXIT_USAGE, "wsk: unknown option (see wsk --help)");
     }
 }
@@ -225,6 +240,8 @@ static int check_sizes(const struct wsk_config *c, struct wsk_error *err)
     }
     if ((c->alloc == WSK_ALLOC_PLAN) != (c->plan_path != NULL))
         return wsk_fail(err, WSK_EXIT_USAGE, "wsk: --alloc plan and --plan TRACE go together");
+    if (c->arena_initial_chunk_set && c->alloc != WSK_ALLOC_ARENA)
+        return wsk_fail(err, WSK_EXIT_USAGE, "wsk: --arena-initial-chunk needs --alloc arena");
     if (c->head_dim > WSK_ATTN_MAX_HEAD_DIM)
         return wsk_fail(err, WSK_EXIT_USAGE, "wsk: --head-dim must be at most %u",
                         WSK_ATTN_MAX_HEAD_DIM);

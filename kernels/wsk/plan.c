@@ -125,11 +125,10 @@ int wsk_plans_load(const char *path, struct wsk_plans *out, struct wsk_error *er
 
 void wsk_plans_free(struct wsk_plans *plans)
 {
-    for (uint32_t i = 0; i < plans->n; i++) {
-        if (plans->plans[i].backing)
-            cudaFree(plans->plans[i].backing);
+    if (plans->backing)
+        cudaFree(plans->backing);
+    for (uint32_t i = 0; i < plans->n; i++)
         free(plans->plans[i].blocks);
-    }
     free(plans->plans);
     memset(plans, 0, sizeof *plans);
 }

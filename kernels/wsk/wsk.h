@@ -17,7 +17,7 @@
 #define WSK_MAX_LIST 16   /* values of --batch / --kv-len */
 #define WSK_NODE_NAME 128 /* longest node name */
 
-enum wsk_alloc_mode { WSK_ALLOC_DYNAMIC, WSK_ALLOC_ASYNC, WSK_ALLOC_PLAN };
+enum wsk_alloc_mode { WSK_ALLOC_DYNAMIC, WSK_ALLOC_ASYNC, WSK_ALLOC_PLAN, WSK_ALLOC_ARENA };
 enum wsk_device_kind { WSK_DEVICE_AUTO, WSK_DEVICE_SIM, WSK_DEVICE_CUDA };
 
 struct wsk_config {
@@ -31,6 +31,8 @@ struct wsk_config {
     enum wsk_device_kind device;
     const char *dump_path;
     const char *plan_path; /* --plan: trace holding the plans for --alloc plan */
+    uint64_t arena_initial_chunk; /* --arena-initial-chunk: first region of --alloc arena */
+    bool arena_initial_chunk_set;
 };
 
 /* Exit statuses, as everywhere in wstrace: 1 failure while running, 2 bad input or usage. */
@@ -76,12 +78,16 @@ struct wsk_plan {
     uint64_t peak; /* size of the backing buffer */
     struct wsk_plan_block *blocks; /* sorted by ordinal */
     uint32_t nblocks;
-    void *backing; /* allocated at the first run of the shape key */
+    void *backing; /* the shared buffer below, once a run of this key has used it */
 };
 
+/* Runs execute one after another, so every shape key's plan lives in one backing buffer per
+ * device, as large as the largest plan: allocated at the first planned run, outside every run. */
 struct wsk_plans {
     struct wsk_plan *plans;
     uint32_t n;
+    void *backing;
+    uint64_t backing_bytes;
 };
 
 /* Refuses (exit 2) a trace without plans, of a newer schema, or with a block outside its buffer. */
@@ -89,6 +95,69 @@ int wsk_plans_load(const char *path, struct wsk_plans *out, struct wsk_error *er
 void wsk_plans_free(struct wsk_plans *plans);
 struct wsk_plan *wsk_plans_find(struct wsk_plans *plans, const char *shape_key);
 const struct wsk_plan_block *wsk_plan_block(const struct wsk_plan *p, uint64_t ordinal);
+
+/*
+ * The caching arena of --alloc arena (arena.c), modelled on ONNX Runtime's BFCArena with its
+ * defaults (rules in kernels/README.md).  Regions come from a callback and go back through
+ * another one, so the chunk logic runs without a device (tests drive it with fake addresses).
+ */
+#define WSK_ARENA_ALIGN 256ull                    /* requests are rounded up to this */
+#define WSK_ARENA_INITIAL_CHUNK (1ull << 20)      /* default size of the first region */
+#define WSK_ARENA_MAX_INITIAL_CHUNK (1ull << 48)  /* largest --arena-initial-chunk */
+#define WSK_ARENA_MAX_DEAD_BYTES (128ull << 20)   /* split a chunk when the rest is this large */
+#define WSK_ARENA_ENOHOST (-1) /* wsk_arena_alloc: out of host memory (chunk bookkeeping) */
+#define WSK_ARENA_ETOOBIG (-2) /* wsk_arena_alloc: request too large to round or double */
+
+/* Obtains a region of exactly bytes bytes at *base: returns 0, or a non-zero status (e.g. a
+ * cudaError_t) that wsk_arena_alloc hands back unchanged. */
+typedef int (*wsk_region_obtain_fn)(void *ctx, uint64_t bytes, void **base);
+typedef void (*wsk_region_release_fn)(void *ctx, void *base, uint64_t bytes);
+
+struct wsk_arena_chunk {
+    uintptr_t addr;
+    uint64_t size;
+    int32_t prev, next; /* neighbours by address in the same region, -1: none; next also links
+                           unused entries */
+    bool in_use;        /* handed out */
+    bool valid;         /* entry holds a chunk (else it is on the unused list) */
+};
+
+struct wsk_arena_region {
+    uintptr_t base;
+    uint64_t bytes;
+};
+
+struct wsk_arena_stats {
+    uint32_t regions;         /* regions obtained (never returned while the arena lives) */
+    uint64_t reserved_bytes;  /* their total size */
+    uint64_t in_use_bytes;    /* sizes of the chunks handed out now (rounded, unsplit rests) */
+    uint64_t peak_in_use_bytes;
+};
+
+struct wsk_arena {
+    uint64_t initial_chunk;
+    wsk_region_obtain_fn obtain;
+    void *ctx;
+    struct wsk_arena_region *regions; /* in the order obtained */
+    uint32_t nregions, cap_regions;
+    struct wsk_arena_chunk *chunks;
+    uint32_t nchunks, cap_chunks;
+    int32_t unused; /* first reusable chunk entry, -1: none */
+    struct wsk_arena_stats stats; /* kept by wsk_arena_destroy */
+};
+
+void wsk_arena_init(struct wsk_arena *ar, uint64_t initial_chunk, wsk_region_obtain_fn obtain,
+                    void *ctx);
+/* bytes >= 1.  Returns 0 with *out set, WSK_ARENA_ENOHOST, WSK_ARENA_ETOOBIG, or the non-zero
+ * status of a failed region request (the arena is unchanged then). */
+int wsk_arena_alloc(struct wsk_arena *ar, uint64_t bytes, void **out);
+/* Returns 0, or -1 when ptr is not a chunk handed out by this arena. */
+int wsk_arena_free(struct wsk_arena *ar, void *ptr);
+/* The size of the chunk holding ptr as handed out, 0 when ptr is not one (for tests). */
+uint64_t wsk_arena_chunk_size(const struct wsk_arena *ar, void *ptr);
+/* Gives every region to release (if not NULL) and frees the bookkeeping; stats stay (with
+ * nothing in use), and a later request starts from a first region again. */
+void wsk_arena_destroy(struct wsk_arena *ar, wsk_region_release_fn release, void *ctx);
 
 struct ws_live {
     void *ptr;
@@ -106,17 +175,20 @@ struct ws_allocator {
     uint64_t fallbacks;       /* planned runs' allocations without a fitting block */
     struct ws_live *live;     /* run allocations not yet freed */
     uint32_t nlive, cap;
+    struct wsk_arena arena;   /* --alloc arena */
     struct wsk_error *err;
 };
 
-void ws_init(struct ws_allocator *a, enum wsk_alloc_mode mode, cudaStream_t stream,
-             struct wsk_error *err);
+/* arena_initial_chunk: size of the arena's first region (--alloc arena only). */
+void ws_init(struct ws_allocator *a, enum wsk_alloc_mode mode, uint64_t arena_initial_chunk,
+             cudaStream_t stream, struct wsk_error *err);
 /* plan: the static plan of this run's shape key, or NULL. */
 void ws_run_begin(struct ws_allocator *a, const struct wsk_plan *plan);
 int ws_alloc(struct ws_allocator *a, const char *node, enum ws_class cls, uint32_t slot,
              uint64_t bytes, void **out);
 int ws_free(struct ws_allocator *a, void *ptr);
-/* Frees whatever a failed run left allocated; the live table itself too. */
+/* After the last run: frees whatever a failed run left allocated, the live table itself, and
+ * the arena's regions (their stats stay in a->arena.stats). */
 void ws_release_all(struct ws_allocator *a);
 /* Weights and caches: cudaMalloc'd once before the runs, freed at the end. */
 int ws_alloc_persistent(struct ws_allocator *a, const char *node, const char *what,

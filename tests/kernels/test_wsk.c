@@ -1,5 +1,6 @@
 /* wsk as a program: determinism of its outputs across invocations and allocation modes, seeds,
- * bad options (exit 2, one line) and running out of simulated device memory (exit 1). */
+ * bad options (exit 2, one line), running out of simulated device memory (exit 1), and the
+ * caching arena's device allocations as a trace records them. */
 #include <criterion/criterion.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -77,13 +78,15 @@ Test(wsk, seed_changes_the_outputs)
     cr_expect_neq(checksum_of("--seed 1"), checksum_of("--seed 2"));
 }
 
-Test(wsk, dumps_are_identical_across_alloc_modes)
+/* Dumps of "--batch 2 --runs 2" under two allocation modes (mode_a and mode_b: wsk options)
+ * are byte for byte the same. */
+static void expect_identical_dumps(const char *mode_a, const char *mode_b)
 {
     char d1[] = "/tmp/wsk-dump-XXXXXX", d2[] = "/tmp/wsk-dump-XXXXXX", args[256];
     close(mkstemp(d1)), close(mkstemp(d2));
-    snprintf(args, sizeof args, "--batch 2 --runs 2 --alloc dynamic --dump %s", d1);
+    snprintf(args, sizeof args, "--batch 2 --runs 2 %s --dump %s", mode_a, d1);
     checksum_of(args);
-    snprintf(args, sizeof args, "--batch 2 --runs 2 --alloc async --dump %s", d2);
+    snprintf(args, sizeof args, "--batch 2 --runs 2 %s --dump %s", mode_b, d2);
     checksum_of(args);
     FILE *f1 = fopen(d1, "r"), *f2 = fopen(d2, "r");
     cr_assert(f1 && f2);
@@ -101,6 +104,30 @@ Test(wsk, dumps_are_identical_across_alloc_modes)
     cr_expect_gt(bytes, 1000);
     fclose(f1), fclose(f2);
     unlink(d1), unlink(d2);
+}
+
+Test(wsk, dumps_are_identical_across_alloc_modes)
+{
+    expect_identical_dumps("--alloc dynamic", "--alloc async");
+}
+
+Test(wsk, arena_dumps_are_identical_to_dynamic)
+{
+    expect_identical_dumps("--alloc dynamic", "--alloc arena");
+    /* small regions: chunks reused across nodes and runs, several regions */
+    expect_identical_dumps("--alloc dynamic", "--alloc arena --arena-initial-chunk 256");
+}
+
+Test(wsk, arena_gives_the_same_outputs_as_dynamic)
+{
+    const char *shapes = "--batch 1,3 --kv-len 40,96 --runs 4";
+    char a[256], b[256], c[256];
+    snprintf(a, sizeof a, "%s --alloc dynamic", shapes);
+    snprintf(b, sizeof b, "%s --alloc arena", shapes);
+    snprintf(c, sizeof c, "%s --alloc arena --arena-initial-chunk 4096", shapes);
+    uint64_t dynamic = checksum_of(a);
+    cr_expect_eq(checksum_of(b), dynamic);
+    cr_expect_eq(checksum_of(c), dynamic);
 }
 
 static void expect_usage_error(const char *args, const char *needle)
@@ -130,6 +157,16 @@ Test(wsk, bad_options_exit_2_with_one_line)
     expect_usage_error("--heads 4000000000 --head-dim 256", "too large");
     expect_usage_error("--batch 65535 --heads 65535 --head-dim 1", "--heads");
     expect_usage_error("extra", "extra");
+    expect_usage_error("--alloc arena --arena-initial-chunk 0", "--arena-initial-chunk");
+    expect_usage_error("--alloc arena --arena-initial-chunk 1000", "--arena-initial-chunk");
+    expect_usage_error("--alloc arena --arena-initial-chunk 4k", "--arena-initial-chunk");
+    expect_usage_error("--alloc arena --arena-initial-chunk -256", "--arena-initial-chunk");
+    expect_usage_error("--alloc arena --arena-initial-chunk 99999999999999999999",
+                       "--arena-initial-chunk");
+    expect_usage_error("--alloc arena --arena-initial-chunk 562949953421312", /* 2^49 */
+                       "--arena-initial-chunk");
+    expect_usage_error("--alloc arena --arena-initial-chunk", "--arena-initial-chunk");
+    expect_usage_error("--arena-initial-chunk 4096", "--alloc arena");
 }
 
 Test(wsk, help_exits_0)
@@ -138,6 +175,8 @@ Test(wsk, help_exits_0)
     run(NULL, "--help", &r);
     cr_expect_eq(r.status, 0);
     cr_expect_not_null(strstr(r.out, "--max-kv-len"));
+    cr_expect_not_null(strstr(r.out, "arena"));
+    cr_expect_not_null(strstr(r.out, "--arena-initial-chunk"));
 }
 
 static uint64_t persistent_bytes(void)
@@ -164,6 +203,11 @@ Test(wsk, out_of_device_memory_names_the_node)
     /* Not even room for the weights. */
     run("WSSIM_CAPACITY=65536", "--runs 1", &r);
     cr_expect_eq(r.status, 1, "exit %d: %s", r.status, r.err);
+    cr_expect_not_null(strstr(r.err, "wsk: out of device memory in node /model/"), "%s", r.err);
+    /* The arena's first region (1 MiB) does not fit next to the weights. */
+    run(env, "--runs 1 --alloc arena", &r);
+    cr_expect_eq(r.status, 1, "exit %d: %s", r.status, r.err);
+    cr_expect_eq(count_lines(r.err), 1, "stderr '%s'", r.err);
     cr_expect_not_null(strstr(r.err, "wsk: out of device memory in node /model/"), "%s", r.err);
 }
 
@@ -248,4 +292,90 @@ Test(wsk_plan, mismatching_or_corrupt_plans_are_refused)
     expect_plan_refused("/nonexistent/trace.db", "cannot open");
     expect_usage_error("--alloc plan", "--plan");
     unlink(other), unlink(outside), unlink(empty);
+}
+
+/* ---- --alloc arena seen through the tracer ---- */
+
+static int64_t query_int(sqlite3 *db, const char *sql)
+{
+    sqlite3_stmt *st;
+    cr_assert_eq(sqlite3_prepare_v2(db, sql, -1, &st, NULL), SQLITE_OK, "%s: %s", sql,
+                 sqlite3_errmsg(db));
+    cr_assert_eq(sqlite3_step(st), SQLITE_ROW, "%s", sql);
+    int64_t v = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    return v;
+}
+
+/* "wstrace record -o DB -- wsk ARGS"; returns wsk's stdout.  In sanitizer builds the runtime
+ * must come first in LD_PRELOAD, before the tracer. */
+static void record(const char *db, const char *args, struct result *r)
+{
+    char env[1024] = "";
+    if (WS_SANITIZER_RUNTIME[0])
+        snprintf(env, sizeof env, "env LD_PRELOAD=%s", WS_SANITIZER_RUNTIME);
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "%s %s/bin/wstrace record -o %s --", env, WS_BUILD_DIR, db);
+    unlink(db);
+    run(cmd, args, r);
+    cr_assert_eq(r->status, 0, "%s %s: %s", cmd, args, r->err);
+}
+
+static uint64_t printed(const char *out, const char *label)
+{
+    const char *p = strstr(out, label);
+    cr_assert_not_null(p, "no '%s' in: %s", label, out);
+    return strtoull(p + strlen(label), NULL, 10);
+}
+
+/* Device allocation calls = regions + persistent buffers, where the persistent buffers are
+ * counted in a trace of --alloc dynamic (allocations outside every run) and the regions are
+ * what wsk prints; the regions are allocated in the runs and freed only after the last one. */
+Test(wsk_arena, device_allocations_are_regions_plus_persistent_buffers)
+{
+    const char *shapes = "--batch 1,3 --kv-len 40,96 --runs 4";
+    char dyn[] = "/tmp/wsk-dyn-XXXXXX", arena[] = "/tmp/wsk-arena-XXXXXX", args[256];
+    close(mkstemp(dyn)), close(mkstemp(arena));
+    struct result r;
+    sqlite3 *db;
+
+    snprintf(args, sizeof args, "%s --alloc dynamic", shapes);
+    record(dyn, args, &r);
+    cr_assert_eq(sqlite3_open_v2(dyn, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+    int64_t persistent = query_int(db, "SELECT COUNT(*) FROM allocations WHERE status = 0 AND "
+                                       "memory = 'device' AND run_id IS NULL");
+    int64_t dynamic_in_runs = query_int(db, "SELECT COUNT(*) FROM allocations WHERE status = 0 "
+                                            "AND memory = 'device' AND run_id IS NOT NULL");
+    sqlite3_close(db);
+    cr_assert_gt(persistent, 10, "weights, caches, ids and tokens");
+
+    snprintf(args, sizeof args, "%s --alloc arena --arena-initial-chunk 4096", shapes);
+    record(arena, args, &r);
+    uint64_t regions = printed(r.out, "arena: ");
+    uint64_t reserved = printed(r.out, " regions, ");
+    uint64_t persistent_bytes = printed(r.out, "persistent bytes ");
+    cr_expect_gt(regions, 1, "4096-byte first region: it has to grow");
+    cr_assert_eq(sqlite3_open_v2(arena, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+    cr_expect_eq(query_int(db, "SELECT COUNT(*) FROM allocations WHERE status = 0 AND "
+                               "memory = 'device'"),
+                 (int64_t)regions + persistent);
+    cr_expect_eq(query_int(db, "SELECT COUNT(*) FROM allocations WHERE status = 0 AND "
+                               "memory = 'device' AND run_id IS NOT NULL"),
+                 (int64_t)regions);
+    cr_expect_lt((int64_t)regions, dynamic_in_runs);
+    cr_expect_eq(query_int(db, "SELECT SUM(bytes) FROM allocations WHERE status = 0 AND "
+                               "memory = 'device' AND run_id IS NOT NULL"),
+                 (int64_t)reserved);
+    cr_expect_eq(query_int(db, "SELECT COUNT(*) FROM allocations WHERE run_id IS NOT NULL AND "
+                               "(free_ns IS NULL OR free_ns < (SELECT MAX(end_ns) FROM runs))"),
+                 0, "a region freed inside the runs");
+    /* all regions are live together with every persistent buffer before the end */
+    cr_expect_eq(query_int(db, "SELECT MAX(live_bytes) FROM live_bytes"),
+                 (int64_t)(persistent_bytes + reserved));
+    cr_expect_eq(query_int(db, "SELECT value FROM meta WHERE key = 'arena_regions'"),
+                 (int64_t)regions);
+    cr_expect_eq(query_int(db, "SELECT value FROM meta WHERE key = 'arena_reserved_bytes'"),
+                 (int64_t)reserved);
+    sqlite3_close(db);
+    unlink(dyn), unlink(arena);
 }
