@@ -48,7 +48,8 @@ struct trace_facts {
     struct device_peak *devices; /* in device order */
     size_t ndevices;
     long long peak;  /* max over devices */
-    long long calls; /* successful device and managed allocations */
+    long long calls;         /* successful device and managed allocations inside runs (all when no runs) */
+    long long calls_outside; /* the same outside every run: set-up such as weights or a plan's buffer */
     long long runs;  /* rows of runs, at least 1 */
     int has_fallbacks;
     long long fallbacks;
@@ -374,9 +375,15 @@ done:
     return rc;
 }
 
-/* Rows of the device_allocations view, counted without its name join. */
+/* Rows of the device_allocations view, counted without its name join: inside runs (every row when
+ * the trace has no runs) and outside them.  Per-run figures compare what each run asks of the
+ * allocator; set-up outside the runs is shown apart. */
 static const char calls_sql[] =
-    "SELECT COUNT(*) FROM allocations WHERE status = 0 AND memory IN ('device', 'managed')";
+    "SELECT COUNT(*) FROM allocations WHERE status = 0 AND memory IN ('device', 'managed') "
+    "AND (run_id IS NOT NULL OR NOT EXISTS (SELECT 1 FROM runs))";
+static const char calls_outside_sql[] =
+    "SELECT COUNT(*) FROM allocations WHERE status = 0 AND memory IN ('device', 'managed') "
+    "AND run_id IS NULL AND EXISTS (SELECT 1 FROM runs)";
 
 static int read_trace(const char *path, struct trace_facts *f, char *err, size_t errlen)
 {
@@ -386,6 +393,7 @@ static int read_trace(const char *path, struct trace_facts *f, char *err, size_t
     if (ws_tracedb_open(path, WS_TRACEDB_READ, &r.db, err, errlen) != 0)
         return -1;
     if (read_peaks(&r, f) != 0 || query_int(&r, calls_sql, &f->calls) != 0 ||
+        query_int(&r, calls_outside_sql, &f->calls_outside) != 0 ||
         query_int(&r, "SELECT COUNT(*) FROM runs", &f->runs) != 0 || read_fallbacks(&r, f) != 0 ||
         read_nodes(&r, f) != 0 || read_verdicts(&r, f) != 0 || read_plans(&r, f) != 0 ||
         read_meta(&r, "output_checksum", &f->checksum) != 0)
@@ -585,7 +593,8 @@ static void md_calls(FILE *out, const struct report *rep)
     fputs(md_header, out);
     fprintf(out, "| calls per run | %.2f | %.2f | %+.2f | %s |\n", calls_per_run(b), calls_per_run(c),
             calls_per_run(c) - calls_per_run(b), sp);
-    md_count_row(out, "calls", b->calls, c->calls);
+    md_count_row(out, "calls in runs", b->calls, c->calls);
+    md_count_row(out, "calls outside runs", b->calls_outside, c->calls_outside);
     md_count_row(out, "runs", b->runs, c->runs);
     fputc('\n', out);
 }
@@ -873,9 +882,11 @@ static json_t *json_peaks(const struct report *rep)
 static json_t *json_calls(const struct report *rep)
 {
     const struct trace_facts *b = &rep->t[BASE], *c = &rep->t[CAND];
-    return json_pack("{s:{s:I, s:I, s:f}, s:{s:I, s:I, s:f}, s:f, s:o}", "baseline", "calls", (json_int_t)b->calls,
-                     "runs", (json_int_t)b->runs, "per_run", calls_per_run(b), "candidate", "calls",
-                     (json_int_t)c->calls, "runs", (json_int_t)c->runs, "per_run", calls_per_run(c), "per_run_delta",
+    return json_pack("{s:{s:I, s:I, s:I, s:f}, s:{s:I, s:I, s:I, s:f}, s:f, s:o}", "baseline", "calls",
+                     (json_int_t)b->calls, "calls_outside_runs", (json_int_t)b->calls_outside, "runs",
+                     (json_int_t)b->runs, "per_run", calls_per_run(b), "candidate", "calls", (json_int_t)c->calls,
+                     "calls_outside_runs", (json_int_t)c->calls_outside, "runs", (json_int_t)c->runs, "per_run",
+                     calls_per_run(c), "per_run_delta",
                      calls_per_run(c) - calls_per_run(b), "per_run_percent",
                      json_percent(calls_per_run(b), calls_per_run(c)));
 }

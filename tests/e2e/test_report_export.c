@@ -138,8 +138,9 @@ static const char baseline_results_sql[] =
     "INSERT INTO plans VALUES (1, NULL, 1, 256, 4096, 4096, 3072, 3, 'greedy', 0.01);";
 
 /*
- * Candidate ("planned"): one backing buffer of 2048 bytes and one dynamic allocation of 256
- * bytes: peak 2304 (-768, -25.0 %), 2 calls in 2 runs = 1.00 per run (-50.0 %).  Per node:
+ * Candidate ("planned"): one backing buffer of 2048 bytes allocated outside the runs and one
+ * dynamic allocation of 256 bytes inside run 1: peak 2304 (-768, -25.0 %), 1 call in 2 runs =
+ * 0.50 per run (-75.0 %), 1 call outside the runs.  Per node:
  *   /model/a workspace 1000 (-2000), activation 0 (-2048): change 4048
  *   /model/b workspace 600 (+88): change 88;  /model/c gone: change 100;  /model/d activation 50 (new)
  * so the order is /model/a, /model/c, /model/b, /model/d.  Verdicts: ok 3.  No plan.
@@ -566,8 +567,10 @@ Test(report, peak_bytes_and_calls_per_run)
     cr_expect_eq(int_at(calls, "baseline", "calls"), 4);
     cr_expect_eq(int_at(calls, "baseline", "runs"), 2);
     cr_expect(fabs(json_number_value(path_get(calls, "baseline", "per_run")) - 2.0) < 1e-9);
-    cr_expect(fabs(json_number_value(path_get(calls, "candidate", "per_run")) - 1.0) < 1e-9);
-    cr_expect(fabs(num_of(calls, "per_run_percent") + 50.0) < 1e-9);
+    cr_expect(fabs(json_number_value(path_get(calls, "candidate", "per_run")) - 0.5) < 1e-9);
+    cr_expect_eq(int_at(calls, "candidate", "calls_outside_runs"), 1);
+    cr_expect_eq(int_at(calls, "baseline", "calls_outside_runs"), 0);
+    cr_expect(fabs(num_of(calls, "per_run_percent") + 75.0) < 1e-9);
 
     cr_expect(json_is_null(path_get(doc, "plan_fallbacks", "baseline")));
     cr_expect_eq(int_at(doc, "plan_fallbacks", "candidate"), 0);
@@ -641,13 +644,13 @@ Test(report, max_regression_threshold)
     char err[1024];
     /* the candidate improves on everything */
     cr_expect_eq(report_status(a, b, "0", err, sizeof err), WS_EXIT_OK, "%s", err);
-    /* reversed: peak 2304 -> 3072 is +33.3 %, calls per run 1 -> 2 is +100 % */
+    /* reversed: peak 2304 -> 3072 is +33.3 %, calls per run 0.5 -> 2 is +300 % */
     cr_expect_eq(report_status(b, a, "50", err, sizeof err), WS_EXIT_FINDINGS);
     cr_expect_not_null(strstr(err, "calls per run"), "'%s'", err);
     cr_expect_null(strstr(err, "peak live device bytes"), "'%s'", err);
     cr_expect_eq(report_status(b, a, "20", err, sizeof err), WS_EXIT_FINDINGS);
     cr_expect_not_null(strstr(err, "peak live device bytes"), "'%s'", err);
-    cr_expect_eq(report_status(b, a, "100", err, sizeof err), WS_EXIT_OK, "exactly +100 %% is not above: '%s'", err);
+    cr_expect_eq(report_status(b, a, "300", err, sizeof err), WS_EXIT_OK, "exactly +300 %% is not above: '%s'", err);
     char *md = read_all(in_dir("report.md"), NULL);
     cr_expect_not_null(strstr(md, "**passed**"));
     free(md);
@@ -676,8 +679,8 @@ Test(report, markdown_tables)
     static const char *const rows[] = {
         "| max over devices | 3.0 KiB (3072 B) | 2.2 KiB (2304 B) | -768 B | -25.0% |",
         "| device 1 | 1000 B | 0 B | -1000 B | -100.0% |",
-        "| calls per run | 2.00 | 1.00 | -1.00 | -50.0% |",
-        "| calls | 4 | 2 | -2 | -50.0% |",
+        "| calls per run | 2.00 | 0.50 | -1.50 | -75.0% |",
+        "| calls in runs | 4 | 1 | -3 | -75.0% |",
         "| fallbacks | — | 0 |",
         "| planned peak | 4.0 KiB (4096 B) | — | | |",
         "| planned / load bound | 1.0000 | — | | |",
