@@ -9,6 +9,8 @@
  */
 #include "planner.h"
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -158,12 +160,39 @@ static int span_list_add(struct span_list *l, struct span s)
     return 0;
 }
 
+/* 1 when one range of the list contains [s.a, s.b). */
+static int span_list_covers(const struct span_list *l, struct span s)
+{
+    uint32_t a = 0, b = l->n;
+    while (a < b) { /* first range ending after s.a */
+        uint32_t m = a + (b - a) / 2;
+        if (l->v[m].b <= s.a)
+            a = m + 1;
+        else
+            b = m;
+    }
+    return a < l->n && l->v[a].a <= s.a && l->v[a].b >= s.b;
+}
+
+/* Add s to sub of x and its ancestors. sub of a node contains sub of its children (a buffer
+ * recorded at a node is recorded at every ancestor: the ancestors of a canonical node lie on a
+ * boundary path), so once a list already covers s every list above it does too. */
+static int union_tree_add_path(struct union_tree *t, size_t x, struct span s)
+{
+    for (; x >= 1; x /= 2) {
+        if (span_list_covers(&t->sub[x], s))
+            return 0;
+        if (span_list_add(&t->sub[x], s))
+            return -1;
+    }
+    return 0;
+}
+
 static int union_tree_insert(struct union_tree *t, size_t i, struct span s)
 {
     size_t a = t->first[i] + t->leaves, b = t->last[i] + t->leaves;
-    for (size_t x = a, y = b - 1; x >= 1; x /= 2, y /= 2) /* both boundary paths */
-        if (span_list_add(&t->sub[x], s) || (y != x && span_list_add(&t->sub[y], s)))
-            return -1;
+    if (union_tree_add_path(t, a, s) || union_tree_add_path(t, b - 1, s)) /* both boundary paths */
+        return -1;
     for (; a < b; a /= 2, b /= 2) {
         if (a & 1) {
             if (span_list_add(&t->own[a], s) || span_list_add(&t->sub[a], s))
@@ -189,10 +218,14 @@ struct planner {
     int ncls;
     struct span *seg, *tmp; /* scratch for the spans around one buffer */
     size_t segcap;
+    size_t *runs; /* with the union tree: where each sorted list copied into seg starts */
+    size_t nruns, runcap;
     struct union_tree *tree; /* built for dense problems; NULL otherwise */
     int use_tree;            /* the tree mirrors the placed buffers */
     uint64_t lb;
     char *err;
+    atomic_size_t *stop; /* in a portfolio worker: decoders after *stop are not needed */
+    size_t index;        /* the decoder being run, compared with *stop */
 };
 
 enum fit { FIT_BEST, FIT_FIRST };
@@ -211,6 +244,7 @@ static void planner_free(struct planner *p)
     }
     free(p->seg);
     free(p->tmp);
+    free(p->runs);
     union_tree_free(p->tree);
 }
 
@@ -341,8 +375,19 @@ static size_t first_at_or_after(const int64_t *lo, size_t n, __int128 key)
 
 static int append_list(struct planner *p, size_t *k, const struct span_list *l)
 {
+    if (!l->n)
+        return 0;
     if (*k + l->n > p->segcap && reserve_spans(p, *k + l->n))
         return -1;
+    if (p->nruns + 2 > p->runcap) {
+        size_t cap = p->runcap ? 2 * p->runcap : 64;
+        size_t *r = realloc(p->runs, cap * sizeof *r);
+        if (!r)
+            return -1;
+        p->runs = r;
+        p->runcap = cap;
+    }
+    p->runs[p->nruns++] = *k;
     memcpy(&p->seg[*k], l->v, l->n * sizeof *l->v);
     *k += l->n;
     return 0;
@@ -352,6 +397,7 @@ static long collect_spans_tree(struct planner *p, size_t i)
 {
     const struct union_tree *t = p->tree;
     size_t a = t->first[i] + t->leaves, b = t->last[i] + t->leaves, k = 0;
+    p->nruns = 0;
     for (size_t x = a, y = b - 1; x >= 1; x /= 2, y /= 2)
         if (append_list(p, &k, &t->own[x]) || (y != x && append_list(p, &k, &t->own[y])))
             return -1;
@@ -429,9 +475,47 @@ static void radix_sort_spans(struct planner *p, size_t n)
     }
 }
 
+/* The spans collected from the union tree form sorted runs: merge adjacent runs pairwise,
+ * k log(runs) with sequential access, instead of sorting from scratch. */
+static void merge_runs(struct planner *p, size_t n)
+{
+    size_t *r = p->runs, m = p->nruns;
+    r[m] = n;
+    struct span *src = p->seg, *dst = p->tmp;
+    while (m > 1) {
+        size_t w = 0;
+        for (size_t x = 0; x < m; x += 2) {
+            size_t a = r[x], e = r[x + 1], o = a;
+            r[w++] = a;
+            if (x + 1 == m) { /* odd run out: copy */
+                memcpy(&dst[a], &src[a], (e - a) * sizeof *src);
+                break;
+            }
+            size_t b = e, f = r[x + 2];
+            while (a < e && b < f)
+                dst[o++] = src[b].a < src[a].a ? src[b++] : src[a++];
+            if (a < e)
+                memcpy(&dst[o], &src[a], (e - a) * sizeof *src);
+            else if (b < f)
+                memcpy(&dst[o], &src[b], (f - b) * sizeof *src);
+        }
+        r[w] = n;
+        m = w;
+        struct span *t = src;
+        src = dst;
+        dst = t;
+    }
+    if (src != p->seg) {
+        p->tmp = p->seg;
+        p->seg = src;
+    }
+}
+
 static void sort_spans(struct planner *p, size_t n)
 {
-    if (n < 48)
+    if (p->use_tree && n >= 48)
+        merge_runs(p, n);
+    else if (n < 48)
         insertion_sort_spans(p->seg, n);
     else
         radix_sort_spans(p, n);
@@ -479,6 +563,8 @@ static uint64_t decode(struct planner *p, const uint32_t *order, enum fit fit)
     uint64_t peak = 0;
     for (size_t k = 0; k < p->n; k++) {
         uint32_t i = order[k];
+        if ((k & 1023) == 0 && p->stop && atomic_load(p->stop) < p->index)
+            return UINT64_MAX - 1; /* an earlier decoder reached the load bound */
         if (place(p, i, fit))
             return UINT64_MAX;
         if (p->use_tree && p->sz[i] &&
@@ -795,13 +881,148 @@ static int try_order(struct planner *p, const uint32_t *order, enum fit fit, con
     return 0;
 }
 
+/* A worker's own copy of the planner's mutable state (offsets, scratch, union tree lists); the
+ * buffers, the time classes and the tree's leaf ranges are shared read-only. */
+static int worker_init(struct planner *w, const struct planner *p)
+{
+    *w = *p;
+    w->off = calloc(p->n + 1, sizeof *w->off);
+    w->placed = calloc(p->n + 1, 1);
+    w->seg = w->tmp = NULL;
+    w->segcap = 0;
+    w->runs = NULL;
+    w->nruns = w->runcap = 0;
+    w->tree = NULL;
+    if (p->tree) {
+        w->tree = calloc(1, sizeof *w->tree);
+        if (w->tree) {
+            w->tree->leaves = p->tree->leaves;
+            w->tree->first = p->tree->first;
+            w->tree->last = p->tree->last;
+            w->tree->own = calloc(2 * w->tree->leaves, sizeof *w->tree->own);
+            w->tree->sub = calloc(2 * w->tree->leaves, sizeof *w->tree->sub);
+        }
+        if (!w->tree || !w->tree->own || !w->tree->sub)
+            return -1;
+    }
+    return w->off && w->placed ? 0 : -1;
+}
+
+static void worker_free(struct planner *w)
+{
+    free(w->off);
+    free(w->placed);
+    free(w->seg);
+    free(w->tmp);
+    free(w->runs);
+    if (w->tree) {
+        w->tree->first = w->tree->last = NULL; /* shared */
+        union_tree_free(w->tree);
+    }
+}
+
+/* The portfolio runs on up to two threads, each taking every other decoder with its own working
+ * state; the layouts are then compared in portfolio order, so the result is the same as a
+ * sequential run. A worker skips the decoders after one that reached the load bound. */
+struct portfolio_run {
+    struct planner *p;
+    const uint64_t *breadth;
+    const size_t *which; /* decoder indices into portfolio[] */
+    size_t count;
+    uint64_t *peak;      /* per entry of which */
+    uint64_t **off;      /* per entry of which */
+    atomic_size_t done;  /* smallest entry that reached the load bound */
+    atomic_int failed;
+};
+
+struct portfolio_worker {
+    struct portfolio_run *run;
+    size_t first, step;
+};
+
+static void *portfolio_worker(void *arg)
+{
+    struct portfolio_worker *pw = arg;
+    struct portfolio_run *run = pw->run;
+    struct planner w;
+    uint32_t *order = malloc(run->p->n * sizeof *order + 1);
+    if (!order || worker_init(&w, run->p)) {
+        atomic_store(&run->failed, 1);
+        if (order)
+            worker_free(&w);
+        free(order);
+        return NULL;
+    }
+    for (size_t e = pw->first; e < run->count && !atomic_load(&run->failed); e += pw->step) {
+        if (e > atomic_load(&run->done))
+            break;
+        const struct heuristic *h = &portfolio[run->which[e]];
+        uint64_t peak;
+        w.stop = &run->done;
+        w.index = e;
+        if (make_order(&w, h->order, run->breadth, 0, NULL, order) ||
+            (peak = decode(&w, order, h->fit)) == UINT64_MAX) {
+            atomic_store(&run->failed, 1);
+            break;
+        }
+        if (peak == UINT64_MAX - 1)
+            break; /* abandoned: not needed */
+        run->peak[e] = peak;
+        memcpy(run->off[e], w.off, w.n * sizeof *w.off);
+        if (peak <= w.lb) {
+            size_t d = atomic_load(&run->done);
+            while (e < d && !atomic_compare_exchange_weak(&run->done, &d, e))
+                ;
+        }
+    }
+    worker_free(&w);
+    free(order);
+    return NULL;
+}
+
+/* Above this many buffers the default runs only the two decreasing-size decoders (one order,
+ * best and first fit): each decoder costs seconds there. */
+#define LARGE_PROBLEM 250000
+
 static int run_portfolio(struct planner *p, const uint64_t *breadth, uint32_t *order, struct best_plan *best)
 {
-    for (size_t h = 0; h < sizeof portfolio / sizeof portfolio[0] && best->peak > p->lb; h++)
-        if (make_order(p, portfolio[h].order, breadth, 0, NULL, order) ||
-            try_order(p, order, portfolio[h].fit, portfolio[h].name, best))
-            return -1;
-    return 0;
+    (void)order;
+    size_t which[sizeof portfolio / sizeof portfolio[0]], count = 0;
+    for (size_t h = 0; h < sizeof portfolio / sizeof portfolio[0]; h++)
+        if (p->n <= LARGE_PROBLEM || portfolio[h].order == ORDER_SIZE)
+            which[count++] = h;
+    uint64_t peak[sizeof which / sizeof which[0]];
+    uint64_t *off[sizeof which / sizeof which[0]] = {0};
+    struct portfolio_run run = {p, breadth, which, count, peak, off, SIZE_MAX, 0};
+    int rc = -1;
+    for (size_t e = 0; e < count; e++) {
+        peak[e] = UINT64_MAX;
+        if (!(off[e] = malloc(p->n * sizeof *off[e] + 1)))
+            goto out;
+    }
+    size_t threads = count > 1 && p->n >= 2000 ? 2 : 1;
+    struct portfolio_worker pw[2] = {{&run, 0, threads}, {&run, 1, threads}};
+    pthread_t tid;
+    int started = threads == 2 && pthread_create(&tid, NULL, portfolio_worker, &pw[1]) == 0;
+    if (threads == 2 && !started)
+        pw[0].step = 1; /* no second thread: do everything here */
+    portfolio_worker(&pw[0]);
+    if (started)
+        pthread_join(tid, NULL);
+    if (atomic_load(&run.failed))
+        goto out;
+    size_t done = atomic_load(&run.done);
+    for (size_t e = 0; e < count && e <= done; e++)
+        if (peak[e] < best->peak) {
+            best->peak = peak[e];
+            best->name = portfolio[which[e]].name;
+            memcpy(best->off, off[e], p->n * sizeof *best->off);
+        }
+    rc = 0;
+out:
+    for (size_t e = 0; e < count; e++)
+        free(off[e]);
+    return rc;
 }
 
 /* First half of the search: the portfolio's decoders on randomly perturbed orders. */

@@ -25,8 +25,9 @@ int main(void)
 {
     int failed = 0;
     uint64_t s = 12345;
-    for (int round = 0; round < 10; round++) {
-        size_t n = 100 + (size_t)round * 50;
+    /* The last rounds are large enough (>= 2000 buffers) for the decoders to run on two threads. */
+    for (int round = 0; round < 12; round++) {
+        size_t n = round < 10 ? 100 + (size_t)round * 50 : 2500 + (size_t)round * 100;
         struct ws_plan_buffer *b = calloc(n, sizeof *b);
         for (size_t i = 0; i < n; i++) {
             s = s * 6364136223846793005ull + 1442695040888963407ull;

@@ -192,6 +192,33 @@ Test(planner, random_problems_are_valid_and_no_worse_than_best_fit)
     }
 }
 
+Test(planner, larger_problems_use_both_structures_deterministically)
+{
+    /* Thousands of buffers: the portfolio runs on two threads, with the union tree on the dense
+     * problem (long lifetimes) and the time classes on the sparse one. Two runs give the same
+     * layout, no worse than best fit. */
+    for (uint64_t seed = 1; seed <= 2; seed++) {
+        uint64_t s = seed * 31;
+        size_t n = 2500;
+        struct ws_plan_buffer *b = calloc(n, sizeof *b), *c = calloc(n, sizeof *c);
+        for (size_t i = 0; i < n; i++) {
+            int64_t lo = (int64_t)(lcg(&s) % 2000);
+            b[i] = (struct ws_plan_buffer){.id = i, .lower = lo, .upper = lo + 1 + (int64_t)(lcg(&s) % (seed == 1 ? 1000 : 12)),
+                                           .size = 1 + lcg(&s) % 5000};
+        }
+        memcpy(c, b, n * sizeof *b);
+        uint64_t reference = reference_best_fit(b, n);
+        struct ws_plan_result r = solve(b, n, 1, 0), r2 = solve(c, n, 1, 0);
+        cr_expect_eq(r.peak_bytes, r2.peak_bytes);
+        for (size_t i = 0; i < n; i++)
+            cr_expect_eq(b[i].offset, c[i].offset, "seed %llu buffer %zu", (unsigned long long)seed, i);
+        cr_expect_leq(r.peak_bytes, reference, "seed %llu", (unsigned long long)seed);
+        cr_expect_geq(r.peak_bytes, r.load_bound_bytes);
+        free(b);
+        free(c);
+    }
+}
+
 Test(planner, search_never_makes_the_plan_worse)
 {
     for (uint64_t seed = 1; seed <= 5; seed++) {
