@@ -205,7 +205,8 @@ static int load_ranges(sqlite3 *db, struct ws_analysis *an, int64_t **parents, c
         goto done;
     while ((step = sqlite3_step(st)) == SQLITE_ROW) {
         size_t n = an->nranges;
-        if (grow(&an->ranges, &cap, n, sizeof *an->ranges) != 0 || grow(parents, &pcap, 2 * n + 1, sizeof **parents) != 0) {
+        if (grow(&an->ranges, &cap, n, sizeof *an->ranges) != 0 ||
+            grow(parents, &pcap, 2 * n + 1, sizeof **parents) != 0) {
             snprintf(err, errlen, "out of memory");
             goto out;
         }
@@ -621,8 +622,7 @@ out:
     return rc;
 }
 
-int ws_analysis_open(const char *path, int for_writing, sqlite3 **db, struct ws_analysis *an, char *err,
-                     size_t errlen)
+int ws_analysis_open(const char *path, int for_writing, sqlite3 **db, struct ws_analysis *an, char *err, size_t errlen)
 {
     memset(an, 0, sizeof *an);
     if (ws_tracedb_open(path, for_writing ? WS_TRACEDB_WRITE : WS_TRACEDB_READ, db, err, errlen) != 0)
@@ -783,7 +783,8 @@ static int json_node(struct ws_estimates *est, size_t *cap, const char *path, co
     }
     const char *key;
     json_t *item;
-    json_object_foreach(value, key, item) {
+    json_object_foreach(value, key, item)
+    {
         if (strcmp(key, "output_bytes") == 0) {
             if (json_bytes(item, &bytes) != 0)
                 goto bad_bytes;
@@ -792,14 +793,15 @@ static int json_node(struct ws_estimates *est, size_t *cap, const char *path, co
         } else if (strcmp(key, "slots") == 0 && json_is_object(item)) {
             const char *slot_key;
             json_t *slot_value;
-            json_object_foreach(item, slot_key, slot_value) {
+            json_object_foreach(item, slot_key, slot_value)
+            {
                 if (parse_count(slot_key, &slot) != 0 || slot > UINT32_MAX) {
                     snprintf(err, errlen, "%s: node '%s': slot '%s' is not a slot number", path, name, slot_key);
                     return -1;
                 }
                 if (json_bytes(slot_value, &bytes) != 0) {
-                    snprintf(err, errlen, "%s: node '%s' slot %s: bytes must be a non-negative integer", path,
-                             name, slot_key);
+                    snprintf(err, errlen, "%s: node '%s' slot %s: bytes must be a non-negative integer", path, name,
+                             slot_key);
                     return -1;
                 }
                 if (estimate_add(est, cap, name, slot, bytes) != 0)
@@ -837,7 +839,8 @@ static int load_json_estimates(const char *path, struct ws_estimates *est, char 
     }
     const char *name;
     json_t *value;
-    json_object_foreach(nodes ? nodes : root, name, value) {
+    json_object_foreach(nodes ? nodes : root, name, value)
+    {
         if (json_node(est, &cap, path, name, value, err, errlen) != 0)
             goto out;
     }
@@ -1180,8 +1183,8 @@ enum ws_verdict ws_verdict_of(int64_t level1, int64_t level2, int64_t observed)
     return WS_VERDICT_OK;
 }
 
-int ws_verify(const struct ws_analysis *an, const struct ws_estimates *est, struct ws_verification **out,
-              size_t *count, char *err, size_t errlen)
+int ws_verify(const struct ws_analysis *an, const struct ws_estimates *est, struct ws_verification **out, size_t *count,
+              char *err, size_t errlen)
 {
     struct figures f = {0};
     struct ws_verification *v = NULL;

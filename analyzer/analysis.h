@@ -37,14 +37,14 @@ struct ws_range { /* one push range = one node occurrence */
 struct ws_node {
     int64_t name_id;
     char *name;
-    int has_range;          /* 1 when the name has at least one push range */
-    int64_t occurrences;    /* push ranges with this name */
-    int64_t profile_bytes;  /* peak live workspace in one occurrence; -1 when it never allocated workspace */
-    int64_t output_bytes;   /* activation bytes allocated by the node in one run, max over runs */
+    int has_range;           /* 1 when the name has at least one push range */
+    int64_t occurrences;     /* push ranges with this name */
+    int64_t profile_bytes;   /* peak live workspace in one occurrence; -1 when it never allocated workspace */
+    int64_t output_bytes;    /* activation bytes allocated by the node in one run, max over runs */
     int64_t workspace_bytes; /* total bytes of its workspace allocations (summary) */
 };
 
-struct ws_lifetime { /* one successful device or managed allocation */
+struct ws_lifetime {                                 /* one successful device or managed allocation */
     int64_t allocation_id, bytes, alloc_ns, free_ns; /* free_ns = WS_NS_NEVER when never freed */
     int32_t range, free_range;                       /* indices into ranges, -1 when none */
     int32_t run, node, device;                       /* run/node indices, -1 when none */
@@ -72,7 +72,7 @@ struct ws_analysis {
     size_t nranges;
     struct ws_node *nodes; /* in name_id order */
     size_t nnodes;
-    int32_t *nodes_by_name; /* node indices in strcmp order of their names */
+    int32_t *nodes_by_name;     /* node indices in strcmp order of their names */
     struct ws_lifetime *allocs; /* in allocation id order */
     size_t nallocs;
     struct ws_decl *decls;
@@ -90,8 +90,7 @@ void ws_analysis_free(struct ws_analysis *an);
 
 /* The common start of an analysis command: open the trace (read-only or for writing results)
  * and analyse it.  On failure nothing is left open. */
-int ws_analysis_open(const char *path, int for_writing, sqlite3 **db, struct ws_analysis *an, char *err,
-                     size_t errlen);
+int ws_analysis_open(const char *path, int for_writing, sqlite3 **db, struct ws_analysis *an, char *err, size_t errlen);
 
 /* Node index by name_id or by name; -1 when absent. */
 int32_t ws_analysis_node_by_id(const struct ws_analysis *an, int64_t name_id);
@@ -109,7 +108,7 @@ int ws_lifetimes_write(sqlite3 *db, const struct ws_analysis *an, char *err, siz
 
 struct ws_estimate {
     char *node;
-    int64_t slot;  /* -1: output bytes of the node, not a workspace slot */
+    int64_t slot; /* -1: output bytes of the node, not a workspace slot */
     int64_t bytes;
 };
 
@@ -165,7 +164,7 @@ enum ws_verdict ws_verdict_of(int64_t level1, int64_t level2, int64_t observed);
 
 /* One verification per (node, slot) that is declared at either level or observed, ordered by
  * node then slot.  est (Level-1 estimates from a file) may be NULL. */
-int ws_verify(const struct ws_analysis *an, const struct ws_estimates *est, struct ws_verification **out,
-              size_t *count, char *err, size_t errlen);
+int ws_verify(const struct ws_analysis *an, const struct ws_estimates *est, struct ws_verification **out, size_t *count,
+              char *err, size_t errlen);
 
 #endif

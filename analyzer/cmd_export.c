@@ -214,8 +214,10 @@ static int emit_threads(struct export_ctx *x)
 {
     sqlite3_stmt *st = NULL;
     int rc = -1, step;
-    if (sql_prepare(x, "SELECT t.id, t.os_tid, s.value FROM threads t LEFT JOIN strings s ON s.id = t.name_id"
-                       " ORDER BY t.id", &st) != 0)
+    if (sql_prepare(x,
+                    "SELECT t.id, t.os_tid, s.value FROM threads t LEFT JOIN strings s ON s.id = t.name_id"
+                    " ORDER BY t.id",
+                    &st) != 0)
         goto done;
     while ((step = sqlite3_step(st)) == SQLITE_ROW) {
         char fallback[64];
@@ -260,12 +262,10 @@ static int emit_range(struct export_ctx *x, sqlite3_stmt *st)
                                  "ts", rel_us(x, start), "dur", (double)(end - start) / 1000.0, "pid",
                                  (json_int_t)x->pid, "tid", tid, "args", range_args(st)));
     json_int_t id = sqlite3_column_int64(st, R_ID);
-    json_int_t end_tid = sqlite3_column_type(st, R_END_THREAD) == SQLITE_NULL
-                             ? tid
-                             : (json_int_t)sqlite3_column_int64(st, R_END_THREAD);
-    if (emit(x, json_pack("{s:s, s:s, s:s, s:I, s:f, s:I, s:I, s:o}", "name", name, "cat", "range", "ph", "b", "id",
-                          id, "ts", rel_us(x, start), "pid", (json_int_t)x->pid, "tid", tid, "args",
-                          range_args(st))) != 0)
+    json_int_t end_tid =
+        sqlite3_column_type(st, R_END_THREAD) == SQLITE_NULL ? tid : (json_int_t)sqlite3_column_int64(st, R_END_THREAD);
+    if (emit(x, json_pack("{s:s, s:s, s:s, s:I, s:f, s:I, s:I, s:o}", "name", name, "cat", "range", "ph", "b", "id", id,
+                          "ts", rel_us(x, start), "pid", (json_int_t)x->pid, "tid", tid, "args", range_args(st))) != 0)
         return -1;
     return emit(x, json_pack("{s:s, s:s, s:s, s:I, s:f, s:I, s:I}", "name", name, "cat", "range", "ph", "e", "id", id,
                              "ts", rel_us(x, end), "pid", (json_int_t)x->pid, "tid", end_tid));
@@ -275,8 +275,9 @@ static int emit_ranges(struct export_ctx *x)
 {
     sqlite3_stmt *st = NULL;
     int rc = -1, step;
-    if (sql_prepare(x, "SELECT r.id, r.thread_id, r.end_thread_id, s.value, r.kind, r.source, r.depth, r.run_id,"
-                       " r.start_ns, r.end_ns FROM ranges r LEFT JOIN strings s ON s.id = r.name_id ORDER BY r.id",
+    if (sql_prepare(x,
+                    "SELECT r.id, r.thread_id, r.end_thread_id, s.value, r.kind, r.source, r.depth, r.run_id,"
+                    " r.start_ns, r.end_ns FROM ranges r LEFT JOIN strings s ON s.id = r.name_id ORDER BY r.id",
                     &st) != 0)
         goto done;
     while ((step = sqlite3_step(st)) == SQLITE_ROW)
@@ -294,29 +295,29 @@ enum { L_NS, L_THREAD, L_KERNEL, L_API, L_GX, L_GY, L_GZ, L_BX, L_BY, L_BZ, L_SH
 
 static int emit_launch(struct export_ctx *x, sqlite3_stmt *st)
 {
-    json_t *args =
-        json_pack("{s:[I,I,I], s:[I,I,I], s:I, s:o, s:o, s:s, s:I}", "grid", (json_int_t)sqlite3_column_int64(st, L_GX),
-                  (json_int_t)sqlite3_column_int64(st, L_GY), (json_int_t)sqlite3_column_int64(st, L_GZ), "block",
-                  (json_int_t)sqlite3_column_int64(st, L_BX), (json_int_t)sqlite3_column_int64(st, L_BY),
-                  (json_int_t)sqlite3_column_int64(st, L_BZ), "shared_bytes",
-                  (json_int_t)sqlite3_column_int64(st, L_SHARED), "stream", hex_or_null(st, L_STREAM), "node",
-                  text_or_null(st, L_NODE), "api", column_text_or(st, L_API, ""), "status",
-                  (json_int_t)sqlite3_column_int64(st, L_STATUS));
+    json_t *args = json_pack(
+        "{s:[I,I,I], s:[I,I,I], s:I, s:o, s:o, s:s, s:I}", "grid", (json_int_t)sqlite3_column_int64(st, L_GX),
+        (json_int_t)sqlite3_column_int64(st, L_GY), (json_int_t)sqlite3_column_int64(st, L_GZ), "block",
+        (json_int_t)sqlite3_column_int64(st, L_BX), (json_int_t)sqlite3_column_int64(st, L_BY),
+        (json_int_t)sqlite3_column_int64(st, L_BZ), "shared_bytes", (json_int_t)sqlite3_column_int64(st, L_SHARED),
+        "stream", hex_or_null(st, L_STREAM), "node", text_or_null(st, L_NODE), "api", column_text_or(st, L_API, ""),
+        "status", (json_int_t)sqlite3_column_int64(st, L_STATUS));
     return emit(x, json_pack("{s:s, s:s, s:s, s:s, s:f, s:I, s:I, s:o}", "name",
                              column_text_or(st, L_KERNEL, column_text_or(st, L_API, "kernel")), "cat", "launch", "ph",
-                             "i", "s", "t", "ts", rel_us(x, sqlite3_column_int64(st, L_NS)), "pid",
-                             (json_int_t)x->pid, "tid", (json_int_t)sqlite3_column_int64(st, L_THREAD), "args", args));
+                             "i", "s", "t", "ts", rel_us(x, sqlite3_column_int64(st, L_NS)), "pid", (json_int_t)x->pid,
+                             "tid", (json_int_t)sqlite3_column_int64(st, L_THREAD), "args", args));
 }
 
 static int emit_launches(struct export_ctx *x)
 {
     sqlite3_stmt *st = NULL;
     int rc = -1, step;
-    if (sql_prepare(x, "SELECT l.ns, l.thread_id, k.value, l.api, l.grid_x, l.grid_y, l.grid_z, l.block_x,"
-                       " l.block_y, l.block_z, l.shared_bytes, l.stream, l.status, n.value"
-                       " FROM launches l LEFT JOIN strings k ON k.id = l.kernel_name_id"
-                       " LEFT JOIN ranges r ON r.id = l.range_id LEFT JOIN strings n ON n.id = r.name_id"
-                       " ORDER BY l.id",
+    if (sql_prepare(x,
+                    "SELECT l.ns, l.thread_id, k.value, l.api, l.grid_x, l.grid_y, l.grid_z, l.block_x,"
+                    " l.block_y, l.block_z, l.shared_bytes, l.stream, l.status, n.value"
+                    " FROM launches l LEFT JOIN strings k ON k.id = l.kernel_name_id"
+                    " LEFT JOIN ranges r ON r.id = l.range_id LEFT JOIN strings n ON n.id = r.name_id"
+                    " ORDER BY l.id",
                     &st) != 0)
         goto done;
     while ((step = sqlite3_step(st)) == SQLITE_ROW)
@@ -330,8 +331,22 @@ done:
 
 /* ---- allocations and frees ---- */
 
-enum { A_API, A_MEMORY, A_DEVICE, A_ADDRESS, A_REQUESTED, A_BYTES, A_STATUS, A_THREAD, A_NS, A_FREE_NS, A_FREE_API,
-       A_FREE_THREAD, A_NODE, A_FREE_NODE };
+enum {
+    A_API,
+    A_MEMORY,
+    A_DEVICE,
+    A_ADDRESS,
+    A_REQUESTED,
+    A_BYTES,
+    A_STATUS,
+    A_THREAD,
+    A_NS,
+    A_FREE_NS,
+    A_FREE_API,
+    A_FREE_THREAD,
+    A_NODE,
+    A_FREE_NODE
+};
 
 static int emit_allocation(struct export_ctx *x, sqlite3_stmt *st)
 {
@@ -341,31 +356,32 @@ static int emit_allocation(struct export_ctx *x, sqlite3_stmt *st)
                              (json_int_t)sqlite3_column_int64(st, A_REQUESTED), "memory", memory, "device", device,
                              "address", hex_or_null(st, A_ADDRESS), "node", text_or_null(st, A_NODE), "status",
                              (json_int_t)sqlite3_column_int64(st, A_STATUS));
-    if (emit(x, json_pack("{s:s, s:s, s:s, s:s, s:f, s:I, s:I, s:o}", "name", column_text_or(st, A_API, "alloc"),
-                          "cat", "memory", "ph", "i", "s", "t", "ts", rel_us(x, sqlite3_column_int64(st, A_NS)),
-                          "pid", (json_int_t)x->pid, "tid", (json_int_t)sqlite3_column_int64(st, A_THREAD), "args",
-                          args)) != 0)
+    if (emit(x, json_pack("{s:s, s:s, s:s, s:s, s:f, s:I, s:I, s:o}", "name", column_text_or(st, A_API, "alloc"), "cat",
+                          "memory", "ph", "i", "s", "t", "ts", rel_us(x, sqlite3_column_int64(st, A_NS)), "pid",
+                          (json_int_t)x->pid, "tid", (json_int_t)sqlite3_column_int64(st, A_THREAD), "args", args)) !=
+        0)
         return -1;
     if (sqlite3_column_type(st, A_FREE_NS) == SQLITE_NULL)
         return 0;
     args = json_pack("{s:I, s:s, s:I, s:o, s:o}", "bytes", bytes, "memory", memory, "device", device, "address",
                      hex_or_null(st, A_ADDRESS), "node", text_or_null(st, A_FREE_NODE));
-    return emit(x, json_pack("{s:s, s:s, s:s, s:s, s:f, s:I, s:I, s:o}", "name",
-                             column_text_or(st, A_FREE_API, "free"), "cat", "memory", "ph", "i", "s", "t", "ts",
-                             rel_us(x, sqlite3_column_int64(st, A_FREE_NS)), "pid", (json_int_t)x->pid, "tid",
-                             (json_int_t)sqlite3_column_int64(st, A_FREE_THREAD), "args", args));
+    return emit(x, json_pack("{s:s, s:s, s:s, s:s, s:f, s:I, s:I, s:o}", "name", column_text_or(st, A_FREE_API, "free"),
+                             "cat", "memory", "ph", "i", "s", "t", "ts", rel_us(x, sqlite3_column_int64(st, A_FREE_NS)),
+                             "pid", (json_int_t)x->pid, "tid", (json_int_t)sqlite3_column_int64(st, A_FREE_THREAD),
+                             "args", args));
 }
 
 static int emit_allocations(struct export_ctx *x)
 {
     sqlite3_stmt *st = NULL;
     int rc = -1, step;
-    if (sql_prepare(x, "SELECT a.api, a.memory, a.device, a.address, a.requested_bytes, a.bytes, a.status,"
-                       " a.thread_id, a.alloc_ns, a.free_ns, a.free_api, COALESCE(a.free_thread_id, a.thread_id),"
-                       " na.value, nf.value FROM allocations a"
-                       " LEFT JOIN ranges ra ON ra.id = a.range_id LEFT JOIN strings na ON na.id = ra.name_id"
-                       " LEFT JOIN ranges rf ON rf.id = a.free_range_id LEFT JOIN strings nf ON nf.id = rf.name_id"
-                       " ORDER BY a.id",
+    if (sql_prepare(x,
+                    "SELECT a.api, a.memory, a.device, a.address, a.requested_bytes, a.bytes, a.status,"
+                    " a.thread_id, a.alloc_ns, a.free_ns, a.free_api, COALESCE(a.free_thread_id, a.thread_id),"
+                    " na.value, nf.value FROM allocations a"
+                    " LEFT JOIN ranges ra ON ra.id = a.range_id LEFT JOIN strings na ON na.id = ra.name_id"
+                    " LEFT JOIN ranges rf ON rf.id = a.free_range_id LEFT JOIN strings nf ON nf.id = rf.name_id"
+                    " ORDER BY a.id",
                     &st) != 0)
         goto done;
     while ((step = sqlite3_step(st)) == SQLITE_ROW)
@@ -383,9 +399,8 @@ static int emit_counter(struct export_ctx *x, long long device, long long ns, lo
 {
     char name[64];
     snprintf(name, sizeof name, "live device bytes (device %lld)", device);
-    return emit(x, json_pack("{s:s, s:s, s:s, s:f, s:I, s:I, s:{s:I}}", "name", name, "cat", "memory", "ph", "C",
-                             "ts", rel_us(x, ns), "pid", (json_int_t)x->pid, "tid", 0, "args", "bytes",
-                             (json_int_t)live));
+    return emit(x, json_pack("{s:s, s:s, s:s, s:f, s:I, s:I, s:{s:I}}", "name", name, "cat", "memory", "ph", "C", "ts",
+                             rel_us(x, ns), "pid", (json_int_t)x->pid, "tid", 0, "args", "bytes", (json_int_t)live));
 }
 
 /* The same running sum as the live_bytes view, with its order made explicit: each device's
@@ -494,8 +509,9 @@ static int parse_export_args(int argc, char **argv, struct export_opts *o)
         case 'M': o->with_memory = 0; break;
         case 'h': export_usage(stdout); return WS_EXIT_OK;
         case ':': ws_error("export: option '%s' needs a value", argv[optind - 1]); return WS_EXIT_USAGE;
-        default: ws_error("export: unknown option '%s'; see 'wstrace export --help'", argv[optind - 1]);
-                 return WS_EXIT_USAGE;
+        default:
+            ws_error("export: unknown option '%s'; see 'wstrace export --help'", argv[optind - 1]);
+            return WS_EXIT_USAGE;
         }
     }
     if (strcmp(format, "chrome") != 0) {

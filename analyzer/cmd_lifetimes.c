@@ -70,8 +70,8 @@ static int print_json(const struct lifetimes_options *o, const struct ws_analysi
             classes = NULL;
         }
     json_t *root = json_pack("{s:s, s:I, s:b, s:I, s:o}", "trace", o->trace, "runs", (json_int_t)an->nruns,
-                             "runs_from_outermost_ranges", an->runs_synthesized, "allocations",
-                             (json_int_t)an->nallocs, "classes", classes);
+                             "runs_from_outermost_ranges", an->runs_synthesized, "allocations", (json_int_t)an->nallocs,
+                             "classes", classes);
     if (!o->list)
         return ws_json_print(root, stdout);
     char *head = root ? json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER) : NULL;
@@ -96,8 +96,8 @@ static int print_json(const struct lifetimes_options *o, const struct ws_analysi
 
 static void print_list(const struct ws_analysis *an)
 {
-    printf("\n%12s %8s %-12s %5s %5s %7s %7s %4s %12s  %s\n", "ALLOCATION", "RUN", "CLASS", "STEP", "FREE",
-           "EVENT", "END", "SLOT", "BYTES", "NODE");
+    printf("\n%12s %8s %-12s %5s %5s %7s %7s %4s %12s  %s\n", "ALLOCATION", "RUN", "CLASS", "STEP", "FREE", "EVENT",
+           "END", "SLOT", "BYTES", "NODE");
     for (size_t i = 0; i < an->nallocs; i++) {
         const struct ws_lifetime *a = &an->allocs[i];
         char run[24] = "-", steps[2][16] = {"-", "-"}, events[2][16] = {"-", "-"}, slot[16] = "-", bytes[32];
@@ -127,8 +127,8 @@ static void print_text(const struct lifetimes_options *o, const struct ws_analys
     int64_t total = 0;
     for (int c = 0; c < WS_CLASS_COUNT; c++)
         total += an->class_count[c];
-    printf("%s: %zu allocations in %zu runs%s; rows written to table 'lifetimes'\n\n", o->trace, an->nallocs,
-           an->nruns, an->runs_synthesized ? " (no run markers: outermost ranges)" : "");
+    printf("%s: %zu allocations in %zu runs%s; rows written to table 'lifetimes'\n\n", o->trace, an->nallocs, an->nruns,
+           an->runs_synthesized ? " (no run markers: outermost ranges)" : "");
     ws_table_init(&t, 4, headers, "lrrr");
     for (int c = 0; c < WS_CLASS_COUNT; c++) {
         snprintf(count, sizeof count, "%lld", (long long)an->class_count[c]);

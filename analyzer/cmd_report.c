@@ -47,10 +47,10 @@ struct trace_facts {
     const char *path;
     struct device_peak *devices; /* in device order */
     size_t ndevices;
-    long long peak;  /* max over devices */
+    long long peak;          /* max over devices */
     long long calls;         /* successful device and managed allocations inside runs (all when no runs) */
     long long calls_outside; /* the same outside every run: set-up such as weights or a plan's buffer */
-    long long runs;  /* rows of runs, at least 1 */
+    long long runs;          /* rows of runs, at least 1 */
     int has_fallbacks;
     long long fallbacks;
     int has_lifetimes;
@@ -266,14 +266,13 @@ static int read_fallbacks(struct reader *r, struct trace_facts *f)
 
 static int read_nodes(struct reader *r, struct trace_facts *f)
 {
-    static const char sql[] =
-        "SELECT s.value, MAX(t.ws), MAX(t.act) FROM ("
-        " SELECT node_name_id,"
-        "  SUM(CASE WHEN class = 'workspace' THEN bytes ELSE 0 END) AS ws,"
-        "  SUM(CASE WHEN class = 'activation' THEN bytes ELSE 0 END) AS act"
-        " FROM lifetimes WHERE node_name_id IS NOT NULL AND class IN ('workspace', 'activation')"
-        " GROUP BY node_name_id, run_id) t"
-        " JOIN strings s ON s.id = t.node_name_id GROUP BY s.value ORDER BY s.value";
+    static const char sql[] = "SELECT s.value, MAX(t.ws), MAX(t.act) FROM ("
+                              " SELECT node_name_id,"
+                              "  SUM(CASE WHEN class = 'workspace' THEN bytes ELSE 0 END) AS ws,"
+                              "  SUM(CASE WHEN class = 'activation' THEN bytes ELSE 0 END) AS act"
+                              " FROM lifetimes WHERE node_name_id IS NOT NULL AND class IN ('workspace', 'activation')"
+                              " GROUP BY node_name_id, run_id) t"
+                              " JOIN strings s ON s.id = t.node_name_id GROUP BY s.value ORDER BY s.value";
     sqlite3_stmt *st = NULL;
     size_t cap = 0;
     int rc = -1, step;
@@ -315,8 +314,7 @@ static int read_verdicts(struct reader *r, struct trace_facts *f)
     sqlite3_stmt *st = NULL;
     size_t cap = 0;
     int rc = -1, step;
-    if (table_has_rows(r, "verifications", "SELECT EXISTS (SELECT 1 FROM verifications)", &f->has_verifications) !=
-        0)
+    if (table_has_rows(r, "verifications", "SELECT EXISTS (SELECT 1 FROM verifications)", &f->has_verifications) != 0)
         return -1;
     if (!f->has_verifications)
         return 0;
@@ -378,9 +376,8 @@ done:
 /* Rows of the device_allocations view, counted without its name join: inside runs (every row when
  * the trace has no runs) and outside them.  Per-run figures compare what each run asks of the
  * allocator; set-up outside the runs is shown apart. */
-static const char calls_sql[] =
-    "SELECT COUNT(*) FROM allocations WHERE status = 0 AND memory IN ('device', 'managed') "
-    "AND (run_id IS NOT NULL OR NOT EXISTS (SELECT 1 FROM runs))";
+static const char calls_sql[] = "SELECT COUNT(*) FROM allocations WHERE status = 0 AND memory IN ('device', 'managed') "
+                                "AND (run_id IS NOT NULL OR NOT EXISTS (SELECT 1 FROM runs))";
 static const char calls_outside_sql[] =
     "SELECT COUNT(*) FROM allocations WHERE status = 0 AND memory IN ('device', 'managed') "
     "AND run_id IS NULL AND EXISTS (SELECT 1 FROM runs)";
@@ -680,7 +677,7 @@ static long long verdict_count(const struct trace_facts *f, const char *verdict)
     return 0;
 }
 
-static const char *const known_verdicts[] = {"ok", "over-reservation", "under-declared", "idle-reservation",
+static const char *const known_verdicts[] = {"ok",         "over-reservation", "under-declared", "idle-reservation",
                                              "undeclared", "unavailable"};
 
 static int is_known_verdict(const char *v)
@@ -786,9 +783,10 @@ static void md_parity(FILE *out, const struct report *rep)
         md_code(out, c->checksum);
         fprintf(out, ".\n\n");
     } else {
-        fprintf(out, "%s\n\n", !b->checksum && !c->checksum ? "No output checksum in either trace."
-                               : b->checksum               ? "Unknown: only the baseline carries an output checksum."
-                                                           : "Unknown: only the candidate carries an output checksum.");
+        fprintf(out, "%s\n\n",
+                !b->checksum && !c->checksum ? "No output checksum in either trace."
+                : b->checksum                ? "Unknown: only the baseline carries an output checksum."
+                                             : "Unknown: only the candidate carries an output checksum.");
     }
 }
 
@@ -886,8 +884,7 @@ static json_t *json_calls(const struct report *rep)
                      (json_int_t)b->calls, "calls_outside_runs", (json_int_t)b->calls_outside, "runs",
                      (json_int_t)b->runs, "per_run", calls_per_run(b), "candidate", "calls", (json_int_t)c->calls,
                      "calls_outside_runs", (json_int_t)c->calls_outside, "runs", (json_int_t)c->runs, "per_run",
-                     calls_per_run(c), "per_run_delta",
-                     calls_per_run(c) - calls_per_run(b), "per_run_percent",
+                     calls_per_run(c), "per_run_delta", calls_per_run(c) - calls_per_run(b), "per_run_percent",
                      json_percent(calls_per_run(b), calls_per_run(c)));
 }
 
@@ -898,8 +895,8 @@ static json_t *json_fallbacks(const struct report *rep)
         return json_null();
     if (b->has_fallbacks && c->has_fallbacks)
         return json_metric(b->fallbacks, c->fallbacks);
-    return json_pack("{s:o, s:o}", "baseline", b->has_fallbacks ? json_integer(b->fallbacks) : json_null(),
-                     "candidate", c->has_fallbacks ? json_integer(c->fallbacks) : json_null());
+    return json_pack("{s:o, s:o}", "baseline", b->has_fallbacks ? json_integer(b->fallbacks) : json_null(), "candidate",
+                     c->has_fallbacks ? json_integer(c->fallbacks) : json_null());
 }
 
 static json_t *json_plan_of(const struct trace_facts *f)
@@ -949,7 +946,7 @@ static json_t *json_nodes(const struct report *rep)
 
 static json_t *json_parity(const struct report *rep)
 {
-    const char *result = rep->parity == PARITY_IDENTICAL ? "identical"
+    const char *result = rep->parity == PARITY_IDENTICAL   ? "identical"
                          : rep->parity == PARITY_DIFFERENT ? "different"
                                                            : NULL;
     return json_pack("{s:s?, s:o, s:o}", "result", result, "baseline_checksum", json_text(rep->t[BASE].checksum),
@@ -963,27 +960,26 @@ static json_t *json_threshold(const struct report *rep)
         const struct regression *g = &rep->regressions[i];
         json_t *row = !strcmp(g->metric, "output_parity")
                           ? json_pack("{s:s}", "metric", g->metric)
-                          : json_pack("{s:s, s:f, s:f, s:o}", "metric", g->metric, "baseline", g->baseline,
-                                      "candidate", g->candidate, "percent", json_percent(g->baseline, g->candidate));
+                          : json_pack("{s:s, s:f, s:f, s:o}", "metric", g->metric, "baseline", g->baseline, "candidate",
+                                      g->candidate, "percent", json_percent(g->baseline, g->candidate));
         if (json_array_append_new(list, row) != 0) {
             json_decref(list);
             return NULL;
         }
     }
-    return json_pack("{s:f, s:b, s:o}", "max_regression_percent", rep->threshold_pct, "passed",
-                     rep->nregressions == 0, "regressions", list);
+    return json_pack("{s:f, s:b, s:o}", "max_regression_percent", rep->threshold_pct, "passed", rep->nregressions == 0,
+                     "regressions", list);
 }
 
 static json_t *build_json(const struct report *rep)
 {
-    json_t *doc = json_pack(
-        "{s:{s:o}, s:{s:o}, s:o, s:o, s:o, s:{s:o, s:o}, s:{s:o, s:o}, s:o, s:o}", "baseline", "path",
-        json_text(rep->t[BASE].path), "candidate", "path", json_text(rep->t[CAND].path), "peak_live_device_bytes",
-        json_peaks(rep),
-        "allocation_calls", json_calls(rep), "plan_fallbacks", json_fallbacks(rep), "plan", "baseline",
-        json_plan_of(&rep->t[BASE]), "candidate", json_plan_of(&rep->t[CAND]), "verdicts", "baseline",
-        json_verdicts_of(&rep->t[BASE]), "candidate", json_verdicts_of(&rep->t[CAND]), "nodes", json_nodes(rep),
-        "parity", json_parity(rep));
+    json_t *doc =
+        json_pack("{s:{s:o}, s:{s:o}, s:o, s:o, s:o, s:{s:o, s:o}, s:{s:o, s:o}, s:o, s:o}", "baseline", "path",
+                  json_text(rep->t[BASE].path), "candidate", "path", json_text(rep->t[CAND].path),
+                  "peak_live_device_bytes", json_peaks(rep), "allocation_calls", json_calls(rep), "plan_fallbacks",
+                  json_fallbacks(rep), "plan", "baseline", json_plan_of(&rep->t[BASE]), "candidate",
+                  json_plan_of(&rep->t[CAND]), "verdicts", "baseline", json_verdicts_of(&rep->t[BASE]), "candidate",
+                  json_verdicts_of(&rep->t[CAND]), "nodes", json_nodes(rep), "parity", json_parity(rep));
     if (doc && rep->has_threshold && json_object_set_new(doc, "threshold", json_threshold(rep)) != 0) {
         json_decref(doc);
         return NULL;
@@ -992,7 +988,6 @@ static json_t *build_json(const struct report *rep)
 }
 
 /* ---- output file: temporary name, renamed over the destination when complete ---- */
-
 
 /* ---- command line ---- */
 
@@ -1031,11 +1026,13 @@ static int parse_pct(const char *text, double *pct)
 /* Returns -1 to continue, otherwise the exit status. */
 static int parse_report_args(int argc, char **argv, struct report_opts *o)
 {
-    static const struct option longopts[] = {
-        {"baseline", required_argument, NULL, 'b'}, {"candidate", required_argument, NULL, 'c'},
-        {"format", required_argument, NULL, 'f'},   {"max-regression", required_argument, NULL, 'r'},
-        {"output", required_argument, NULL, 'o'},   {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0}};
+    static const struct option longopts[] = {{"baseline", required_argument, NULL, 'b'},
+                                             {"candidate", required_argument, NULL, 'c'},
+                                             {"format", required_argument, NULL, 'f'},
+                                             {"max-regression", required_argument, NULL, 'r'},
+                                             {"output", required_argument, NULL, 'o'},
+                                             {"help", no_argument, NULL, 'h'},
+                                             {NULL, 0, NULL, 0}};
     int c;
     memset(o, 0, sizeof *o);
     o->output = "-";
@@ -1062,8 +1059,9 @@ static int parse_report_args(int argc, char **argv, struct report_opts *o)
             break;
         case 'h': report_usage(stdout); return WS_EXIT_OK;
         case ':': ws_error("report: option '%s' needs a value", argv[optind - 1]); return WS_EXIT_USAGE;
-        default: ws_error("report: unknown option '%s'; see 'wstrace report --help'", argv[optind - 1]);
-                 return WS_EXIT_USAGE;
+        default:
+            ws_error("report: unknown option '%s'; see 'wstrace report --help'", argv[optind - 1]);
+            return WS_EXIT_USAGE;
         }
     }
     if (!o->baseline || !o->candidate || optind != argc) {

@@ -127,10 +127,12 @@ static int print_text(const struct resolve_options *o, const struct ws_analysis 
     ws_table_init(&t, 6, headers, "lrrrrl");
     for (size_t i = 0; i < n && rc == 0; i++) {
         const struct ws_resolution *r = &res[i];
-        const char *row[] = {an->nodes[r->node].name, ws_format_bytes(r->profile_bytes, b[0], sizeof b[0]),
+        const char *row[] = {an->nodes[r->node].name,
+                             ws_format_bytes(r->profile_bytes, b[0], sizeof b[0]),
                              ws_format_bytes(r->estimate_bytes, b[1], sizeof b[1]),
                              ws_format_bytes(r->output_bytes, b[2], sizeof b[2]),
-                             ws_format_bytes(r->resolved_bytes, b[3], sizeof b[3]), source_text(r)};
+                             ws_format_bytes(r->resolved_bytes, b[3], sizeof b[3]),
+                             source_text(r)};
         rc = ws_table_add(&t, row);
         total += r->resolved_bytes;
     }
@@ -156,12 +158,11 @@ static int print_json(const struct resolve_options *o, const struct ws_analysis 
     json_t *nodes = json_array(), *coverage = json_object();
     for (size_t i = 0; nodes && i < n; i++) {
         const struct ws_resolution *r = &res[i];
-        if (json_array_append_new(nodes, json_pack("{s:s, s:o, s:o, s:I, s:I, s:s}", "node", an->nodes[r->node].name,
-                                                   "profile_bytes", ws_json_bytes(r->profile_bytes), "estimate_bytes",
-                                                   ws_json_bytes(r->estimate_bytes), "output_bytes",
-                                                   (json_int_t)r->output_bytes, "resolved_bytes",
-                                                   (json_int_t)r->resolved_bytes, "source",
-                                                   ws_source_name(r->source))) != 0) {
+        if (json_array_append_new(
+                nodes, json_pack("{s:s, s:o, s:o, s:I, s:I, s:s}", "node", an->nodes[r->node].name, "profile_bytes",
+                                 ws_json_bytes(r->profile_bytes), "estimate_bytes", ws_json_bytes(r->estimate_bytes),
+                                 "output_bytes", (json_int_t)r->output_bytes, "resolved_bytes",
+                                 (json_int_t)r->resolved_bytes, "source", ws_source_name(r->source))) != 0) {
             json_decref(nodes);
             nodes = NULL;
         }

@@ -162,13 +162,13 @@ static int print_json(const struct summary_options *o, const struct ws_analysis 
             classes = NULL;
         }
     json_t *root = json_pack(
-        "{s:s, s:I, s:b, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:o, s:o, s:o, s:o, s:{s:I, s:I}, s:{s:I, s:I}}",
-        "trace", o->trace, "runs", (json_int_t)an->nruns, "runs_from_outermost_ranges", an->runs_synthesized,
-        "nodes", (json_int_t)tc->nodes, "shape_keys", (json_int_t)tc->shape_keys, "threads",
-        (json_int_t)tc->threads, "kernel_launches", (json_int_t)tc->launches, "device_allocation_calls",
-        (json_int_t)tc->alloc_calls, "failed_allocation_calls", (json_int_t)tc->failed_calls,
-        "peak_live_device_bytes", (json_int_t)an->peak_live_bytes, "lost_records", ws_json_bytes(tc->lost_records),
-        "classes", classes, "top_workspace_nodes", ranking_json(an, 0, o->top, order), "top_activation_nodes",
+        "{s:s, s:I, s:b, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:o, s:o, s:o, s:o, s:{s:I, s:I}, s:{s:I, s:I}}", "trace",
+        o->trace, "runs", (json_int_t)an->nruns, "runs_from_outermost_ranges", an->runs_synthesized, "nodes",
+        (json_int_t)tc->nodes, "shape_keys", (json_int_t)tc->shape_keys, "threads", (json_int_t)tc->threads,
+        "kernel_launches", (json_int_t)tc->launches, "device_allocation_calls", (json_int_t)tc->alloc_calls,
+        "failed_allocation_calls", (json_int_t)tc->failed_calls, "peak_live_device_bytes",
+        (json_int_t)an->peak_live_bytes, "lost_records", ws_json_bytes(tc->lost_records), "classes", classes,
+        "top_workspace_nodes", ranking_json(an, 0, o->top, order), "top_activation_nodes",
         ranking_json(an, 1, o->top, order), "level1_coverage", "nodes", (json_int_t)tc->l1_nodes, "of",
         (json_int_t)tc->nodes, "level2_coverage", "nodes", (json_int_t)tc->l2_nodes, "of", (json_int_t)tc->nodes);
     return ws_json_print(root, stdout);
@@ -203,7 +203,8 @@ static int print_text(const struct summary_options *o, const struct ws_analysis 
 {
     char b[32], share[32];
     printf("trace                    %s\n", o->trace);
-    printf("runs                     %zu%s\n", an->nruns, an->runs_synthesized ? " (no run markers: outermost ranges)" : "");
+    printf("runs                     %zu%s\n", an->nruns,
+           an->runs_synthesized ? " (no run markers: outermost ranges)" : "");
     printf("shape keys               %lld\n", (long long)tc->shape_keys);
     printf("nodes                    %lld\n", (long long)tc->nodes);
     printf("threads                  %lld\n", (long long)tc->threads);

@@ -109,9 +109,12 @@ static int print_text(const struct verify_options *o, const struct ws_analysis *
     ws_table_init(&t, 6, headers, "lrrrrl");
     for (size_t i = 0; i < n && rc == 0; i++) {
         snprintf(slot, sizeof slot, "%lld", (long long)v[i].slot);
-        const char *row[] = {an->nodes[v[i].node].name, slot, ws_format_bytes(v[i].level1_bytes, b[0], sizeof b[0]),
+        const char *row[] = {an->nodes[v[i].node].name,
+                             slot,
+                             ws_format_bytes(v[i].level1_bytes, b[0], sizeof b[0]),
                              ws_format_bytes(v[i].level2_bytes, b[1], sizeof b[1]),
-                             ws_format_bytes(v[i].observed_bytes, b[2], sizeof b[2]), ws_verdict_name(v[i].verdict)};
+                             ws_format_bytes(v[i].observed_bytes, b[2], sizeof b[2]),
+                             ws_verdict_name(v[i].verdict)};
         rc = ws_table_add(&t, row);
     }
     if (rc == 0)
@@ -131,12 +134,11 @@ static int print_json(const struct verify_options *o, const struct ws_analysis *
     int64_t by_verdict[WS_VERDICT_COUNT];
     json_t *slots = json_array(), *counts = json_object();
     for (size_t i = 0; slots && i < n; i++)
-        if (json_array_append_new(slots, json_pack("{s:s, s:I, s:o, s:o, s:o, s:s}", "node",
-                                                   an->nodes[v[i].node].name, "slot", (json_int_t)v[i].slot,
-                                                   "level1_bytes", ws_json_bytes(v[i].level1_bytes), "level2_bytes",
-                                                   ws_json_bytes(v[i].level2_bytes), "observed_bytes",
-                                                   ws_json_bytes(v[i].observed_bytes), "verdict",
-                                                   ws_verdict_name(v[i].verdict))) != 0) {
+        if (json_array_append_new(
+                slots, json_pack("{s:s, s:I, s:o, s:o, s:o, s:s}", "node", an->nodes[v[i].node].name, "slot",
+                                 (json_int_t)v[i].slot, "level1_bytes", ws_json_bytes(v[i].level1_bytes),
+                                 "level2_bytes", ws_json_bytes(v[i].level2_bytes), "observed_bytes",
+                                 ws_json_bytes(v[i].observed_bytes), "verdict", ws_verdict_name(v[i].verdict))) != 0) {
             json_decref(slots);
             slots = NULL;
         }

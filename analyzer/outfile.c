@@ -135,4 +135,3 @@ void ws_utf8_sanitize(const char *s, char *out, size_t len)
     }
     out[o] = '\0';
 }
-

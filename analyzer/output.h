@@ -18,7 +18,8 @@ char *ws_format_share(int64_t part, int64_t whole, char *buf, size_t len);
 
 #define WS_TABLE_MAX_COLS 16
 
-/* A text table (at most WS_TABLE_MAX_COLS columns): cells are copied; columns are sized to their widest cell when printed. */
+/* A text table (at most WS_TABLE_MAX_COLS columns): cells are copied; columns are sized to their widest cell when
+ * printed. */
 struct ws_table {
     int ncols;
     const char *const *headers;

@@ -17,16 +17,13 @@
 #include "u64map.h"
 #include "version.h"
 
-enum {
-    ST_STRING, ST_RANGE, ST_ERROR, ST_DECL, ST_RUN, ST_MARK, ST_DOMAIN, ST_REGSTR, ST_THREAD,
-    ST_COUNT
-};
+enum { ST_STRING, ST_RANGE, ST_ERROR, ST_DECL, ST_RUN, ST_MARK, ST_DOMAIN, ST_REGSTR, ST_THREAD, ST_COUNT };
 
 /*
  * The two tables that get a row per event are written in batches: one multi-row INSERT per
  * BATCH_ROWS rows costs far less per row than a statement each (fewer VDBE runs and resets).
  */
-#define BATCH_ROWS 64
+#define BATCH_ROWS     64
 #define BATCH_MAX_COLS 18
 
 enum cell_kind { CELL_NULL, CELL_INT, CELL_TEXT };
@@ -43,11 +40,11 @@ struct batch {
     struct cell cells[BATCH_ROWS * BATCH_MAX_COLS];
 };
 
-#define ALLOC_COLUMNS                                                                                        \
-    "id, api, memory, device, address, requested_bytes, bytes, status, stream, thread_id, range_id, run_id, " \
+#define ALLOC_COLUMNS                                                                                                  \
+    "id, api, memory, device, address, requested_bytes, bytes, status, stream, thread_id, range_id, run_id, "          \
     "alloc_ns, free_ns, free_api, free_thread_id, free_range_id, free_stream"
-#define LAUNCH_COLUMNS                                                                                       \
-    "api, kernel_name_id, function, grid_x, grid_y, grid_z, block_x, block_y, block_z, shared_bytes, stream, " \
+#define LAUNCH_COLUMNS                                                                                                 \
+    "api, kernel_name_id, function, grid_x, grid_y, grid_z, block_x, block_y, block_z, shared_bytes, stream, "         \
     "status, thread_id, range_id, run_id, ns"
 
 static const char *const statement_sql[ST_COUNT] = {
@@ -116,10 +113,10 @@ struct collector {
     size_t npending, pending_cap;
     size_t *free_slots;
     size_t nfree_slots;
-    struct ws_u64map symbols;      /* address -> string id << 2 | priority */
-    struct ws_u64map aliases;      /* kernel handle -> host stub */
-    struct ws_u64map registered;   /* domain << 32 | handle -> string id */
-    struct ws_u64map startends;    /* range id -> index into se */
+    struct ws_u64map symbols;    /* address -> string id << 2 | priority */
+    struct ws_u64map aliases;    /* kernel handle -> host stub */
+    struct ws_u64map registered; /* domain << 32 | handle -> string id */
+    struct ws_u64map startends;  /* range id -> index into se */
     struct startend *se;
     size_t nse, se_cap;
     struct open_run *runs;
@@ -134,10 +131,8 @@ struct collector {
     size_t errlen;
 };
 
-#define GROW(arr, n, cap)                                                                                    \
-    ((n) < (cap) ? 0                                                                                         \
-                 : ((cap) = (cap) ? (cap) * 2 : 16,                                                          \
-                    ((arr) = realloc_or_free((arr), (cap) * sizeof *(arr))) ? 0 : -1))
+#define GROW(arr, n, cap)                                                                                              \
+    ((n) < (cap) ? 0 : ((cap) = (cap) ? (cap)*2 : 16, ((arr) = realloc_or_free((arr), (cap) * sizeof *(arr))) ? 0 : -1))
 
 static void *realloc_or_free(void *p, size_t bytes)
 {
@@ -399,8 +394,13 @@ static int on_range_start(struct collector *c, struct thread_state *t, const str
 static int write_startend(struct collector *c, const struct startend *e, int64_t end_thread, uint64_t end_ns,
                           int closed)
 {
-    struct open_range o = {.id = e->id, .name_id = e->name_id, .run_id = e->run_id, .domain = e->domain,
-                           .start_ns = e->start_ns, .depth = 0, .source = "nvtx"};
+    struct open_range o = {.id = e->id,
+                           .name_id = e->name_id,
+                           .run_id = e->run_id,
+                           .domain = e->domain,
+                           .start_ns = e->start_ns,
+                           .depth = 0,
+                           .source = "nvtx"};
     return write_range(c, &o, e->thread_id, end_thread, "startend", end_ns, closed);
 }
 
@@ -573,8 +573,7 @@ static int on_symbol(struct collector *c, const struct ws_rec *r)
     int64_t id = intern_rec(c, r);
     if (id < 0)
         return -1;
-    return ws_u64map_put(&c->symbols, r->u[0], ((uint64_t)id << 2) | (r->u[3] & 3)) == 0 ? 0
-                                                                                          : fail(c, "out of memory");
+    return ws_u64map_put(&c->symbols, r->u[0], ((uint64_t)id << 2) | (r->u[3] & 3)) == 0 ? 0 : fail(c, "out of memory");
 }
 
 static int64_t function_name(struct collector *c, uint64_t fn)
@@ -780,22 +779,21 @@ static int write_meta(struct collector *c, const char *spool_path)
     c->stats->corrupt_records = c->spool.corrupt_records;
     c->stats->threads = c->spool.nthreads;
     c->stats->clean_exit = end_ns != 0;
-    int rc = ws_tracedb_meta_int(db, "pid", (long long)h->pid) | ws_tracedb_meta_int(db, "ppid", (long long)h->ppid) |
-             ws_tracedb_meta_text(db, "command_line",
-                                  c->command_line_id > 0 ? c->string_values[c->command_line_id - 1] : "") |
-             ws_tracedb_meta_int(db, "images", (long long)c->images) |
-             ws_tracedb_meta_int(db, "start_ns", (long long)h->start_ns) |
-             ws_tracedb_meta_int(db, "start_time_unix_ns", (long long)h->start_realtime_ns) |
-             ws_tracedb_meta_int(db, "clean_exit", end_ns != 0) |
-             ws_tracedb_meta_text(db, "capture_backend", h->backend) |
-             ws_tracedb_meta_text(db, "tracer_version", h->tool_version) |
-             ws_tracedb_meta_int(db, "lost_records", (long long)lost) |
-             ws_tracedb_meta_int(db, "truncated_strings", (long long)h->truncated_strings) |
-             ws_tracedb_meta_int(db, "corrupt_records", (long long)c->spool.corrupt_records) |
-             ws_tracedb_meta_int(db, "records", (long long)c->stats->records) |
-             ws_tracedb_meta_int(db, "chunks", (long long)c->spool.nchunks) |
-             ws_tracedb_meta_text(db, "spool", spool_path) |
-             ws_tracedb_meta_int(db, "collected_unix_ns", (long long)now.tv_sec * 1000000000ll + now.tv_nsec);
+    int rc =
+        ws_tracedb_meta_int(db, "pid", (long long)h->pid) | ws_tracedb_meta_int(db, "ppid", (long long)h->ppid) |
+        ws_tracedb_meta_text(db, "command_line",
+                             c->command_line_id > 0 ? c->string_values[c->command_line_id - 1] : "") |
+        ws_tracedb_meta_int(db, "images", (long long)c->images) |
+        ws_tracedb_meta_int(db, "start_ns", (long long)h->start_ns) |
+        ws_tracedb_meta_int(db, "start_time_unix_ns", (long long)h->start_realtime_ns) |
+        ws_tracedb_meta_int(db, "clean_exit", end_ns != 0) | ws_tracedb_meta_text(db, "capture_backend", h->backend) |
+        ws_tracedb_meta_text(db, "tracer_version", h->tool_version) |
+        ws_tracedb_meta_int(db, "lost_records", (long long)lost) |
+        ws_tracedb_meta_int(db, "truncated_strings", (long long)h->truncated_strings) |
+        ws_tracedb_meta_int(db, "corrupt_records", (long long)c->spool.corrupt_records) |
+        ws_tracedb_meta_int(db, "records", (long long)c->stats->records) |
+        ws_tracedb_meta_int(db, "chunks", (long long)c->spool.nchunks) | ws_tracedb_meta_text(db, "spool", spool_path) |
+        ws_tracedb_meta_int(db, "collected_unix_ns", (long long)now.tv_sec * 1000000000ll + now.tv_nsec);
     if (end_ns)
         rc |= ws_tracedb_meta_int(db, "end_ns", (long long)end_ns);
     return rc ? fail(c, "cannot write meta") : 0;
@@ -809,12 +807,10 @@ static int setup(struct collector *c)
         batch_prepare(c, &c->launches, "launches", LAUNCH_COLUMNS, 16) != 0)
         return -1;
     for (int i = 0; i < ST_COUNT; i++)
-        if (sqlite3_prepare_v3(c->db, statement_sql[i], -1, SQLITE_PREPARE_PERSISTENT, &c->st[i], NULL) !=
-            SQLITE_OK)
+        if (sqlite3_prepare_v3(c->db, statement_sql[i], -1, SQLITE_PREPARE_PERSISTENT, &c->st[i], NULL) != SQLITE_OK)
             return fail(c, "cannot prepare the trace tables");
-    if (ws_u64map_init(&c->string_ids, 1024) || ws_u64map_init(&c->live, 1024) ||
-        ws_u64map_init(&c->symbols, 64) || ws_u64map_init(&c->aliases, 64) || ws_u64map_init(&c->registered, 64) ||
-        ws_u64map_init(&c->startends, 64))
+    if (ws_u64map_init(&c->string_ids, 1024) || ws_u64map_init(&c->live, 1024) || ws_u64map_init(&c->symbols, 64) ||
+        ws_u64map_init(&c->aliases, 64) || ws_u64map_init(&c->registered, 64) || ws_u64map_init(&c->startends, 64))
         return fail(c, "out of memory");
     c->threads = calloc(c->spool.nthreads ? c->spool.nthreads : 1, sizeof *c->threads);
     if (!c->threads)

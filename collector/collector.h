@@ -9,8 +9,8 @@
 #include <stdint.h>
 
 struct ws_collect_stats {
-    uint64_t records;         /* head records read (strings not counted separately) */
-    uint64_t allocations;     /* rows written to allocations */
+    uint64_t records;     /* head records read (strings not counted separately) */
+    uint64_t allocations; /* rows written to allocations */
     uint64_t launches;
     uint64_t ranges;
     uint64_t threads;

@@ -51,8 +51,7 @@ static int index_chunks(struct ws_spool *s)
         return -1;
     size_t valid = 0;
     for (uint64_t i = 0; i < n; i++) {
-        const struct ws_chunk_header *c =
-            (const void *)(s->map + WS_SPOOL_HEADER_BYTES + i * (uint64_t)WS_CHUNK_BYTES);
+        const struct ws_chunk_header *c = (const void *)(s->map + WS_SPOOL_HEADER_BYTES + i * (uint64_t)WS_CHUNK_BYTES);
         /* A chunk claimed by a thread killed before it wrote its header holds nothing. */
         if (__atomic_load_n(&c->magic, __ATOMIC_ACQUIRE) == WS_CHUNK_MAGIC && c->thread_serial != 0)
             all[valid++] = c;

@@ -29,9 +29,9 @@ struct ws_spool {
     const struct ws_spool_header *hdr;
     struct ws_spool_thread *threads;
     size_t nthreads;
-    size_t nchunks;          /* valid chunks */
+    size_t nchunks;           /* valid chunks */
     uint64_t corrupt_records; /* records skipped because they were malformed */
-    size_t *heap;            /* merge heap of thread indices */
+    size_t *heap;             /* merge heap of thread indices */
     size_t heap_len;
 };
 

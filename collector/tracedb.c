@@ -8,8 +8,8 @@
 
 #include "version.h"
 
-static const char *const core_tables[] = {"meta", "strings", "threads", "ranges", "allocations",
-                                          "launches", "declarations", "runs"};
+static const char *const core_tables[] = {"meta",        "strings",  "threads",      "ranges",
+                                          "allocations", "launches", "declarations", "runs"};
 
 int ws_tracedb_exec(sqlite3 *db, const char *sql, char *err, size_t errlen)
 {
@@ -134,7 +134,8 @@ static int create(const char *path, sqlite3 **out, int tables_only, char *err, s
     snprintf(side, sizeof side, "%s-wal", path);
     unlink(side);
     /* NOMUTEX: the connection is used by one thread; SQLite then skips a mutex per call. */
-    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) {
+    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL) !=
+        SQLITE_OK) {
         snprintf(err, errlen, "%s: cannot create: %s", path, db ? sqlite3_errmsg(db) : "out of memory");
         sqlite3_close(db);
         return -1;
@@ -145,8 +146,7 @@ static int create(const char *path, sqlite3 **out, int tables_only, char *err, s
                                         "PRAGMA cache_size=-262144;"
                                         "PRAGMA locking_mode=EXCLUSIVE; PRAGMA temp_store=MEMORY;"
                                       : "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; PRAGMA cache_size=-65536;";
-    if (ws_tracedb_exec(db, pragmas, msg, sizeof msg) != 0 ||
-        exec_schema(db, tables_only, msg, sizeof msg) != 0) {
+    if (ws_tracedb_exec(db, pragmas, msg, sizeof msg) != 0 || exec_schema(db, tables_only, msg, sizeof msg) != 0) {
         snprintf(err, errlen, "%s: cannot write the schema: %s", path, msg);
         sqlite3_close(db);
         return -1;

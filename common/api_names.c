@@ -22,7 +22,4 @@ static const char *const api_names[WS_API_COUNT] = {
     [WS_API_wstrace] = "wstrace",
 };
 
-const char *ws_api_name(unsigned api)
-{
-    return api < WS_API_COUNT && api_names[api] ? api_names[api] : "unknown";
-}
+const char *ws_api_name(unsigned api) { return api < WS_API_COUNT && api_names[api] ? api_names[api] : "unknown"; }

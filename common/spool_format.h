@@ -14,36 +14,36 @@
 
 #include <stdint.h>
 
-#define WS_SPOOL_MAGIC "WSSPOOL1"
-#define WS_SPOOL_VERSION 1u
+#define WS_SPOOL_MAGIC        "WSSPOOL1"
+#define WS_SPOOL_VERSION      1u
 #define WS_SPOOL_HEADER_BYTES 4096u
-#define WS_CHUNK_BYTES (256u * 1024u)
-#define WS_REC_BYTES 64u
-#define WS_CHUNK_RECS ((WS_CHUNK_BYTES / WS_REC_BYTES) - 1u)
-#define WS_CHUNK_MAGIC 0x4b4e4843u /* "CHNK" */
-#define WS_MAX_STRING 4096u        /* longer names are truncated (counted in truncated_strings) */
+#define WS_CHUNK_BYTES        (256u * 1024u)
+#define WS_REC_BYTES          64u
+#define WS_CHUNK_RECS         ((WS_CHUNK_BYTES / WS_REC_BYTES) - 1u)
+#define WS_CHUNK_MAGIC        0x4b4e4843u /* "CHNK" */
+#define WS_MAX_STRING         4096u       /* longer names are truncated (counted in truncated_strings) */
 
 enum ws_rec_type {
     WS_REC_NONE = 0,
-    WS_REC_ALLOC,         /* api, status, u0=ptr, u1=requested, u2=bytes, u3=stream, u4=device|memory<<32, u5=aux */
-    WS_REC_FREE,          /* api, status, u0=ptr, u3=stream */
-    WS_REC_LAUNCH,        /* api, status, u0=func, u1=grid (ws_pack_dim3), u2=block (ws_pack_dim3), u3=stream, u4=smem */
-    WS_REC_GRAPH_LAUNCH,  /* api, status, u0=graph exec, u3=stream */
-    WS_REC_PUSH,          /* u0=domain, u1=string length, u2=registered handle (0 = inline string), string */
-    WS_REC_POP,           /* u0=domain, status = depth reported to the caller */
-    WS_REC_RANGE_START,   /* u0=domain, u1=string length, u2=range id, u3=registered handle, string */
-    WS_REC_RANGE_END,     /* u0=domain, u2=range id */
-    WS_REC_MARK,          /* u0=domain, u1=string length, u3=registered handle, string */
-    WS_REC_DOMAIN,        /* u0=domain handle, u1=string length, string */
+    WS_REC_ALLOC,        /* api, status, u0=ptr, u1=requested, u2=bytes, u3=stream, u4=device|memory<<32, u5=aux */
+    WS_REC_FREE,         /* api, status, u0=ptr, u3=stream */
+    WS_REC_LAUNCH,       /* api, status, u0=func, u1=grid (ws_pack_dim3), u2=block (ws_pack_dim3), u3=stream, u4=smem */
+    WS_REC_GRAPH_LAUNCH, /* api, status, u0=graph exec, u3=stream */
+    WS_REC_PUSH,         /* u0=domain, u1=string length, u2=registered handle (0 = inline string), string */
+    WS_REC_POP,          /* u0=domain, status = depth reported to the caller */
+    WS_REC_RANGE_START,  /* u0=domain, u1=string length, u2=range id, u3=registered handle, string */
+    WS_REC_RANGE_END,    /* u0=domain, u2=range id */
+    WS_REC_MARK,         /* u0=domain, u1=string length, u3=registered handle, string */
+    WS_REC_DOMAIN,       /* u0=domain handle, u1=string length, string */
     WS_REC_REGISTER_STRING, /* u0=domain, u1=string length, u2=handle, string */
-    WS_REC_THREAD_NAME,   /* u0=os tid, u1=string length, string */
-    WS_REC_RUN_BEGIN,     /* u1=string length (shape key), string */
+    WS_REC_THREAD_NAME,     /* u0=os tid, u1=string length, string */
+    WS_REC_RUN_BEGIN,       /* u1=string length (shape key), string */
     WS_REC_RUN_END,
-    WS_REC_ESTIMATE,      /* u0=slot, u1=string length (node), u2=bytes, string */
-    WS_REC_DECLARE,       /* u0=slot, u1=string length (node), u2=bytes, u3=alignment, string */
-    WS_REC_META,          /* u0=key length, u1=string length (key then value, no NUL between), string */
-    WS_REC_SYMBOL,        /* u0=function address, u1=string length, string */
-    WS_REC_IMAGE,         /* a program image started tracing: u0=exec count, u1=string length (cmdline), string */
+    WS_REC_ESTIMATE, /* u0=slot, u1=string length (node), u2=bytes, string */
+    WS_REC_DECLARE,  /* u0=slot, u1=string length (node), u2=bytes, u3=alignment, string */
+    WS_REC_META,     /* u0=key length, u1=string length (key then value, no NUL between), string */
+    WS_REC_SYMBOL,   /* u0=function address, u1=string length, string */
+    WS_REC_IMAGE,    /* a program image started tracing: u0=exec count, u1=string length (cmdline), string */
     WS_REC_TYPE_COUNT
 };
 
@@ -86,9 +86,9 @@ struct ws_chunk_header {
     uint32_t magic;
     uint32_t thread_serial; /* 1, 2, ... per process image lineage, in order of first record */
     uint64_t os_tid;
-    uint64_t seq;           /* index of this chunk among its thread's chunks */
-    uint32_t committed;     /* records published; written with release order */
-    uint32_t image;         /* exec count of the image that wrote the chunk */
+    uint64_t seq;       /* index of this chunk among its thread's chunks */
+    uint32_t committed; /* records published; written with release order */
+    uint32_t image;     /* exec count of the image that wrote the chunk */
     uint8_t pad[32];
 };
 

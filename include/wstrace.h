@@ -72,46 +72,52 @@ static inline int wstrace_active(void) { return wstrace__api() != 0; }
 static inline void wstrace_node_push(const char *name)
 {
     const struct wstrace_api_v1 *a = wstrace__api();
-    if (a && name) a->node_push(name);
+    if (a && name)
+        a->node_push(name);
 }
 
 static inline void wstrace_node_pop(void)
 {
     const struct wstrace_api_v1 *a = wstrace__api();
-    if (a) a->node_pop();
+    if (a)
+        a->node_pop();
 }
 
 static inline void wstrace_run_begin(const char *shape_key)
 {
     const struct wstrace_api_v1 *a = wstrace__api();
-    if (a) a->run_begin(shape_key ? shape_key : "");
+    if (a)
+        a->run_begin(shape_key ? shape_key : "");
 }
 
 static inline void wstrace_run_end(void)
 {
     const struct wstrace_api_v1 *a = wstrace__api();
-    if (a) a->run_end();
+    if (a)
+        a->run_end();
 }
 
 /* Level 1: bytes estimated for (node, slot) before the kernel exists. */
 static inline void wstrace_estimate_workspace(const char *node, uint32_t slot, uint64_t bytes)
 {
     const struct wstrace_api_v1 *a = wstrace__api();
-    if (a && node) a->estimate_workspace(node, slot, bytes);
+    if (a && node)
+        a->estimate_workspace(node, slot, bytes);
 }
 
 /* Level 2: bytes (and alignment, 0 = default) the created kernel declares for (node, slot). */
-static inline void wstrace_declare_workspace(const char *node, uint32_t slot, uint64_t bytes,
-                                             uint64_t alignment)
+static inline void wstrace_declare_workspace(const char *node, uint32_t slot, uint64_t bytes, uint64_t alignment)
 {
     const struct wstrace_api_v1 *a = wstrace__api();
-    if (a && node) a->declare_workspace(node, slot, bytes, alignment);
+    if (a && node)
+        a->declare_workspace(node, slot, bytes, alignment);
 }
 
 static inline void wstrace_metadata(const char *key, const char *value)
 {
     const struct wstrace_api_v1 *a = wstrace__api();
-    if (a && key) a->metadata(key, value ? value : "");
+    if (a && key)
+        a->metadata(key, value ? value : "");
 }
 
 #ifdef __cplusplus

@@ -45,8 +45,8 @@ static void ws_max(struct wsk_ws *acc, const struct wsk_ws *w)
         acc->nslots = w->nslots;
 }
 
-enum wsk_status wsk_nbits_sizes(uint64_t K, uint64_t N, uint64_t *weight_bytes,
-                                uint64_t *scale_count, uint64_t *zero_point_bytes)
+enum wsk_status wsk_nbits_sizes(uint64_t K, uint64_t N, uint64_t *weight_bytes, uint64_t *scale_count,
+                                uint64_t *zero_point_bytes)
 {
     if (K == WSK_DIM_UNKNOWN || N == WSK_DIM_UNKNOWN)
         return WSK_UNAVAILABLE;
@@ -59,8 +59,8 @@ enum wsk_status wsk_nbits_sizes(uint64_t K, uint64_t N, uint64_t *weight_bytes,
 
 /* ---- matmul_nbits ---- */
 
-enum wsk_status wsk_matmul_create(const struct wsk_matmul_attrs *a, uint64_t M,
-                                  const struct wsk_device *dev, struct wsk_matmul_kernel *out)
+enum wsk_status wsk_matmul_create(const struct wsk_matmul_attrs *a, uint64_t M, const struct wsk_device *dev,
+                                  struct wsk_matmul_kernel *out)
 {
     out->tactic = WSK_MATMUL_GEMV;
     out->split_k = 1;
@@ -81,8 +81,7 @@ enum wsk_status wsk_matmul_create(const struct wsk_matmul_attrs *a, uint64_t M,
     return WSK_OK;
 }
 
-enum wsk_status wsk_matmul_level2(const struct wsk_matmul_attrs *a,
-                                  const struct wsk_matmul_kernel *k, uint64_t M,
+enum wsk_status wsk_matmul_level2(const struct wsk_matmul_attrs *a, const struct wsk_matmul_kernel *k, uint64_t M,
                                   struct wsk_ws *out)
 {
     ws_none(out);
@@ -96,17 +95,16 @@ enum wsk_status wsk_matmul_level2(const struct wsk_matmul_attrs *a,
     return WSK_OK;
 }
 
-static enum wsk_status matmul_at(const struct wsk_matmul_attrs *a, uint64_t M,
-                                 const struct wsk_device *dev, struct wsk_ws *out)
+static enum wsk_status matmul_at(const struct wsk_matmul_attrs *a, uint64_t M, const struct wsk_device *dev,
+                                 struct wsk_ws *out)
 {
     struct wsk_matmul_kernel k;
     enum wsk_status st = wsk_matmul_create(a, M, dev, &k);
     return st != WSK_OK ? (ws_none(out), st) : wsk_matmul_level2(a, &k, M, out);
 }
 
-enum wsk_status wsk_matmul_level1(const struct wsk_matmul_attrs *a, uint64_t max_M,
-                                  const struct wsk_device *dev, enum wsk_l1_policy policy,
-                                  struct wsk_ws *out)
+enum wsk_status wsk_matmul_level1(const struct wsk_matmul_attrs *a, uint64_t max_M, const struct wsk_device *dev,
+                                  enum wsk_l1_policy policy, struct wsk_ws *out)
 {
     if (policy == WSK_L1_MAX_SHAPE || max_M == WSK_DIM_UNKNOWN)
         return matmul_at(a, max_M, dev, out);
@@ -156,18 +154,17 @@ enum wsk_status wsk_attn_create(const struct wsk_attn_attrs *a, uint64_t batch, 
     return WSK_OK;
 }
 
-enum wsk_status wsk_attn_level2(const struct wsk_attn_attrs *a, const struct wsk_attn_kernel *k,
-                                uint64_t batch, uint64_t kv_len, struct wsk_ws *out)
+enum wsk_status wsk_attn_level2(const struct wsk_attn_attrs *a, const struct wsk_attn_kernel *k, uint64_t batch,
+                                uint64_t kv_len, struct wsk_ws *out)
 {
     ws_none(out);
-    if (a->heads == WSK_DIM_UNKNOWN || a->head_dim == WSK_DIM_UNKNOWN ||
-        batch == WSK_DIM_UNKNOWN || kv_len == WSK_DIM_UNKNOWN)
+    if (a->heads == WSK_DIM_UNKNOWN || a->head_dim == WSK_DIM_UNKNOWN || batch == WSK_DIM_UNKNOWN ||
+        kv_len == WSK_DIM_UNKNOWN)
         return WSK_UNAVAILABLE;
     if (k->splits <= 1 || batch == 0 || a->heads == 0 || a->head_dim == 0 || kv_len == 0)
         return WSK_OK;
     uint64_t partials;
-    if (!mul3(batch, a->heads, k->splits, &partials) ||
-        !mul3(partials, a->head_dim, sizeof(float), &out->bytes[0]) ||
+    if (!mul3(batch, a->heads, k->splits, &partials) || !mul3(partials, a->head_dim, sizeof(float), &out->bytes[0]) ||
         !mul3(partials, sizeof(float), 1, &out->bytes[1]))
         return ws_unavailable(out);
     out->nslots = 2;
@@ -184,9 +181,8 @@ static enum wsk_status attn_at(const struct wsk_attn_attrs *a, uint64_t batch, u
 
 /* The splits depend on kv_len only through its block count, so one length per block count
  * covers every length. */
-static enum wsk_status attn_envelope(const struct wsk_attn_attrs *a, uint64_t max_batch,
-                                     uint64_t max_kv_len, const struct wsk_device *dev,
-                                     struct wsk_ws *out)
+static enum wsk_status attn_envelope(const struct wsk_attn_attrs *a, uint64_t max_batch, uint64_t max_kv_len,
+                                     const struct wsk_device *dev, struct wsk_ws *out)
 {
     uint64_t kv_blocks = ceil_div(max_kv_len, WSK_ATTN_KV_BLOCK);
     for (uint64_t b = 1; b <= max_batch; b++) {
@@ -201,18 +197,15 @@ static enum wsk_status attn_envelope(const struct wsk_attn_attrs *a, uint64_t ma
     return WSK_OK;
 }
 
-enum wsk_status wsk_attn_level1(const struct wsk_attn_attrs *a, uint64_t max_batch,
-                                uint64_t max_kv_len, const struct wsk_device *dev,
-                                enum wsk_l1_policy policy, struct wsk_ws *out)
+enum wsk_status wsk_attn_level1(const struct wsk_attn_attrs *a, uint64_t max_batch, uint64_t max_kv_len,
+                                const struct wsk_device *dev, enum wsk_l1_policy policy, struct wsk_ws *out)
 {
-    if (policy == WSK_L1_MAX_SHAPE || max_batch == WSK_DIM_UNKNOWN ||
-        max_kv_len == WSK_DIM_UNKNOWN || a->heads == WSK_DIM_UNKNOWN ||
-        a->head_dim == WSK_DIM_UNKNOWN)
+    if (policy == WSK_L1_MAX_SHAPE || max_batch == WSK_DIM_UNKNOWN || max_kv_len == WSK_DIM_UNKNOWN ||
+        a->heads == WSK_DIM_UNKNOWN || a->head_dim == WSK_DIM_UNKNOWN)
         return attn_at(a, max_batch, max_kv_len, dev, out);
     ws_none(out);
     uint64_t evals;
-    if (mul3(max_batch, ceil_div(max_kv_len, WSK_ATTN_KV_BLOCK), 1, &evals) &&
-        evals <= ENVELOPE_MAX_EVALS)
+    if (mul3(max_batch, ceil_div(max_kv_len, WSK_ATTN_KV_BLOCK), 1, &evals) && evals <= ENVELOPE_MAX_EVALS)
         return attn_envelope(a, max_batch, max_kv_len, dev, out);
     /* Too many shapes to walk: every split count is at most WSK_ATTN_MAX_SPLITS. */
     struct wsk_attn_kernel widest = {WSK_ATTN_MAX_SPLITS, 1};
@@ -236,8 +229,7 @@ enum wsk_status wsk_argmax_level2(uint64_t vocab, uint64_t batch, struct wsk_ws 
     return WSK_OK;
 }
 
-enum wsk_status wsk_argmax_level1(uint64_t vocab, uint64_t max_batch, enum wsk_l1_policy policy,
-                                  struct wsk_ws *out)
+enum wsk_status wsk_argmax_level1(uint64_t vocab, uint64_t max_batch, enum wsk_l1_policy policy, struct wsk_ws *out)
 {
     /* Monotonic in batch: the envelope is the value at the maximum. */
     (void)policy;

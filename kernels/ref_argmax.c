@@ -17,8 +17,7 @@ static bool better(float v, int32_t i, float best, int32_t best_i)
     return v > best || (v == best && i < best_i);
 }
 
-static void argmax_blocks(struct wsk_argmax_pair *ws, const float *logits, uint32_t batch,
-                          uint32_t vocab)
+static void argmax_blocks(struct wsk_argmax_pair *ws, const float *logits, uint32_t batch, uint32_t vocab)
 {
     uint32_t nblk = (uint32_t)wsk_argmax_nblocks(vocab);
     for (uint32_t b = 0; b < batch; b++)
@@ -35,8 +34,7 @@ static void argmax_blocks(struct wsk_argmax_pair *ws, const float *logits, uint3
         }
 }
 
-static void argmax_final(int32_t *tokens, const struct wsk_argmax_pair *ws, uint32_t batch,
-                         uint32_t nblk)
+static void argmax_final(int32_t *tokens, const struct wsk_argmax_pair *ws, uint32_t batch, uint32_t nblk)
 {
     for (uint32_t b = 0; b < batch; b++) {
         struct wsk_argmax_pair best = {NAN, 0};
@@ -60,12 +58,10 @@ void wsk_ref_argmax(int32_t *tokens, const float *logits, uint32_t batch, uint32
 
 void wsk_host_argmax_blocks(void **args)
 {
-    argmax_blocks(ARG(struct wsk_argmax_pair *, 0), ARG(const float *, 1), ARG(uint32_t, 2),
-                  ARG(uint32_t, 3));
+    argmax_blocks(ARG(struct wsk_argmax_pair *, 0), ARG(const float *, 1), ARG(uint32_t, 2), ARG(uint32_t, 3));
 }
 
 void wsk_host_argmax_final(void **args)
 {
-    argmax_final(ARG(int32_t *, 0), ARG(const struct wsk_argmax_pair *, 1), ARG(uint32_t, 2),
-                 ARG(uint32_t, 3));
+    argmax_final(ARG(int32_t *, 0), ARG(const struct wsk_argmax_pair *, 1), ARG(uint32_t, 2), ARG(uint32_t, 3));
 }

@@ -13,8 +13,8 @@ struct attn_dims {
     uint32_t batch, heads, head_dim, kv_len, max_kv, splits, blocks_per_split;
 };
 
-static void kv_append(float *k_cache, float *v_cache, const float *k_new, const float *v_new,
-                      const struct attn_dims *d, uint32_t pos)
+static void kv_append(float *k_cache, float *v_cache, const float *k_new, const float *v_new, const struct attn_dims *d,
+                      uint32_t pos)
 {
     for (uint32_t b = 0; b < d->batch; b++)
         for (uint32_t h = 0; h < d->heads; h++) {
@@ -33,8 +33,8 @@ struct softmax_acc {
     float *acc; /* head_dim values */
 };
 
-static void attend_chunk(struct softmax_acc *st, const float *q, const float *keys,
-                         const float *values, uint32_t count, uint32_t head_dim)
+static void attend_chunk(struct softmax_acc *st, const float *q, const float *keys, const float *values, uint32_t count,
+                         uint32_t head_dim)
 {
     float scores[CHUNK], scale = 1.0f / sqrtf((float)head_dim), chunk_max = -INFINITY;
     for (uint32_t p = 0; p < count; p++) {
@@ -68,8 +68,7 @@ static float attend_split(float *out_row, const float *q, const float *k_rows, c
         out_row[i] = 0.0f;
     for (uint64_t p = p0; p < p1; p += CHUNK) {
         uint32_t count = (uint32_t)(p1 - p < CHUNK ? p1 - p : CHUNK);
-        attend_chunk(&st, q, k_rows + p * d->head_dim, v_rows + p * d->head_dim, count,
-                     d->head_dim);
+        attend_chunk(&st, q, k_rows + p * d->head_dim, v_rows + p * d->head_dim, count, d->head_dim);
     }
     if (st.sum == 0.0f) /* empty range: a zero output that the combine weighs with exp(-inf) */
         return -INFINITY;
@@ -78,8 +77,8 @@ static float attend_split(float *out_row, const float *q, const float *k_rows, c
     return st.max + logf(st.sum);
 }
 
-static void attn_split(float *out, float *o_part, float *lse, const float *q,
-                       const float *k_cache, const float *v_cache, const struct attn_dims *d)
+static void attn_split(float *out, float *o_part, float *lse, const float *q, const float *k_cache,
+                       const float *v_cache, const struct attn_dims *d)
 {
     for (uint32_t b = 0; b < d->batch; b++)
         for (uint32_t h = 0; h < d->heads; h++) {
@@ -98,8 +97,7 @@ static void attn_split(float *out, float *o_part, float *lse, const float *q,
         }
 }
 
-static void attn_combine(float *out, const float *o_part, const float *lse,
-                         const struct attn_dims *d)
+static void attn_combine(float *out, const float *o_part, const float *lse, const struct attn_dims *d)
 {
     uint64_t rows = (uint64_t)d->batch * d->heads;
     for (uint64_t row = 0; row < rows; row++) {
@@ -113,18 +111,16 @@ static void attn_combine(float *out, const float *o_part, const float *lse,
             float w = expf(l[s] - m);
             total += w;
             for (uint32_t i = 0; i < d->head_dim; i++)
-                out[row * d->head_dim + i] +=
-                    w * o_part[(row * d->splits + s) * d->head_dim + i];
+                out[row * d->head_dim + i] += w * o_part[(row * d->splits + s) * d->head_dim + i];
         }
         for (uint32_t i = 0; i < d->head_dim; i++)
             out[row * d->head_dim + i] /= total;
     }
 }
 
-void wsk_ref_attention_decode(float *out, const float *q, const float *k_new, const float *v_new,
-                              float *k_cache, float *v_cache, uint32_t batch, uint32_t heads,
-                              uint32_t head_dim, uint32_t kv_len, uint32_t max_kv,
-                              const struct wsk_attn_kernel *k, float *o_part, float *lse)
+void wsk_ref_attention_decode(float *out, const float *q, const float *k_new, const float *v_new, float *k_cache,
+                              float *v_cache, uint32_t batch, uint32_t heads, uint32_t head_dim, uint32_t kv_len,
+                              uint32_t max_kv, const struct wsk_attn_kernel *k, float *o_part, float *lse)
 {
     struct attn_dims d = {batch, heads, head_dim, kv_len, max_kv, k->splits, k->blocks_per_split};
     if (kv_len == 0)
@@ -139,24 +135,20 @@ void wsk_ref_attention_decode(float *out, const float *q, const float *k_new, co
 
 void wsk_host_kv_append(void **args)
 {
-    struct attn_dims d = {ARG(uint32_t, 4), ARG(uint32_t, 5), ARG(uint32_t, 6), 0,
-                          ARG(uint32_t, 8), 1, 1};
-    kv_append(ARG(float *, 0), ARG(float *, 1), ARG(const float *, 2), ARG(const float *, 3), &d,
-              ARG(uint32_t, 7));
+    struct attn_dims d = {ARG(uint32_t, 4), ARG(uint32_t, 5), ARG(uint32_t, 6), 0, ARG(uint32_t, 8), 1, 1};
+    kv_append(ARG(float *, 0), ARG(float *, 1), ARG(const float *, 2), ARG(const float *, 3), &d, ARG(uint32_t, 7));
 }
 
 void wsk_host_attn_split(void **args)
 {
-    struct attn_dims d = {ARG(uint32_t, 6),  ARG(uint32_t, 7),  ARG(uint32_t, 8),
-                          ARG(uint32_t, 9),  ARG(uint32_t, 10), ARG(uint32_t, 11),
-                          ARG(uint32_t, 12)};
-    attn_split(ARG(float *, 0), ARG(float *, 1), ARG(float *, 2), ARG(const float *, 3),
-               ARG(const float *, 4), ARG(const float *, 5), &d);
+    struct attn_dims d = {ARG(uint32_t, 6),  ARG(uint32_t, 7),  ARG(uint32_t, 8), ARG(uint32_t, 9),
+                          ARG(uint32_t, 10), ARG(uint32_t, 11), ARG(uint32_t, 12)};
+    attn_split(ARG(float *, 0), ARG(float *, 1), ARG(float *, 2), ARG(const float *, 3), ARG(const float *, 4),
+               ARG(const float *, 5), &d);
 }
 
 void wsk_host_attn_combine(void **args)
 {
-    struct attn_dims d = {ARG(uint32_t, 3), ARG(uint32_t, 4), ARG(uint32_t, 5), 0, 0,
-                          ARG(uint32_t, 6), 1};
+    struct attn_dims d = {ARG(uint32_t, 3), ARG(uint32_t, 4), ARG(uint32_t, 5), 0, 0, ARG(uint32_t, 6), 1};
     attn_combine(ARG(float *, 0), ARG(const float *, 1), ARG(const float *, 2), &d);
 }

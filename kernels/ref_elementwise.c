@@ -13,8 +13,7 @@ void wsk_ref_embed(float *y, const int32_t *ids, const float *table, uint32_t M,
             y[(uint64_t)m * H + h] = table[(uint64_t)ids[m] * H + h];
 }
 
-void wsk_ref_rmsnorm(float *y, const float *x, const float *gamma, uint32_t M, uint32_t H,
-                     float eps)
+void wsk_ref_rmsnorm(float *y, const float *x, const float *gamma, uint32_t M, uint32_t H, float eps)
 {
     for (uint32_t m = 0; m < M; m++) {
         const float *row = x + (uint64_t)m * H;
@@ -44,20 +43,18 @@ void wsk_ref_add(float *y, const float *a, const float *b, uint64_t n)
 
 void wsk_host_embed(void **args)
 {
-    wsk_ref_embed(ARG(float *, 0), ARG(const int32_t *, 1), ARG(const float *, 2),
-                  ARG(uint32_t, 3), ARG(uint32_t, 4));
+    wsk_ref_embed(ARG(float *, 0), ARG(const int32_t *, 1), ARG(const float *, 2), ARG(uint32_t, 3), ARG(uint32_t, 4));
 }
 
 void wsk_host_rmsnorm(void **args)
 {
-    wsk_ref_rmsnorm(ARG(float *, 0), ARG(const float *, 1), ARG(const float *, 2),
-                    ARG(uint32_t, 3), ARG(uint32_t, 4), ARG(float, 5));
+    wsk_ref_rmsnorm(ARG(float *, 0), ARG(const float *, 1), ARG(const float *, 2), ARG(uint32_t, 3), ARG(uint32_t, 4),
+                    ARG(float, 5));
 }
 
 void wsk_host_silu_mul(void **args)
 {
-    wsk_ref_silu_mul(ARG(float *, 0), ARG(const float *, 1), ARG(const float *, 2),
-                     ARG(uint64_t, 3));
+    wsk_ref_silu_mul(ARG(float *, 0), ARG(const float *, 1), ARG(const float *, 2), ARG(uint64_t, 3));
 }
 
 void wsk_host_add(void **args)

@@ -16,8 +16,8 @@ static float zero_point(const uint8_t *zp, uint32_t n, uint32_t blk, uint32_t kb
 }
 
 /* Dot product of row x with column n of the dequantised weights over blocks [b0, b1). */
-static float dot_blocks(const float *x, const uint8_t *w, const float *scales, const uint8_t *zp,
-                        uint32_t K, uint32_t n, uint32_t b0, uint32_t b1)
+static float dot_blocks(const float *x, const uint8_t *w, const float *scales, const uint8_t *zp, uint32_t K,
+                        uint32_t n, uint32_t b0, uint32_t b1)
 {
     uint32_t kblocks = kblocks_of(K);
     float acc = 0.0f;
@@ -35,17 +35,16 @@ static float dot_blocks(const float *x, const uint8_t *w, const float *scales, c
     return acc;
 }
 
-static void gemv(float *y, const float *x, const uint8_t *w, const float *scales,
-                 const uint8_t *zp, uint32_t M, uint32_t K, uint32_t N)
+static void gemv(float *y, const float *x, const uint8_t *w, const float *scales, const uint8_t *zp, uint32_t M,
+                 uint32_t K, uint32_t N)
 {
     for (uint32_t m = 0; m < M; m++)
         for (uint32_t n = 0; n < N; n++)
-            y[(uint64_t)m * N + n] =
-                dot_blocks(x + (uint64_t)m * K, w, scales, zp, K, n, 0, kblocks_of(K));
+            y[(uint64_t)m * N + n] = dot_blocks(x + (uint64_t)m * K, w, scales, zp, K, n, 0, kblocks_of(K));
 }
 
-static void splitk_partial(float *ws, const float *x, const uint8_t *w, const float *scales,
-                           const uint8_t *zp, uint32_t M, uint32_t K, uint32_t N, uint32_t split_k)
+static void splitk_partial(float *ws, const float *x, const uint8_t *w, const float *scales, const uint8_t *zp,
+                           uint32_t M, uint32_t K, uint32_t N, uint32_t split_k)
 {
     uint32_t kblocks = kblocks_of(K), per = (kblocks + split_k - 1) / split_k;
     for (uint32_t s = 0; s < split_k; s++) {
@@ -53,8 +52,7 @@ static void splitk_partial(float *ws, const float *x, const uint8_t *w, const fl
         uint32_t b1 = b0 + per < kblocks ? b0 + per : kblocks;
         for (uint32_t m = 0; m < M; m++)
             for (uint32_t n = 0; n < N; n++)
-                ws[((uint64_t)s * M + m) * N + n] =
-                    dot_blocks(x + (uint64_t)m * K, w, scales, zp, K, n, b0, b1);
+                ws[((uint64_t)s * M + m) * N + n] = dot_blocks(x + (uint64_t)m * K, w, scales, zp, K, n, b0, b1);
     }
 }
 
@@ -69,9 +67,8 @@ static void splitk_reduce(float *y, const float *ws, uint32_t M, uint32_t N, uin
     }
 }
 
-void wsk_ref_matmul_nbits(float *y, const float *x, const uint8_t *w, const float *scales,
-                          const uint8_t *zero_points, uint32_t M, uint32_t K, uint32_t N,
-                          const struct wsk_matmul_kernel *k, float *workspace)
+void wsk_ref_matmul_nbits(float *y, const float *x, const uint8_t *w, const float *scales, const uint8_t *zero_points,
+                          uint32_t M, uint32_t K, uint32_t N, const struct wsk_matmul_kernel *k, float *workspace)
 {
     if (k->tactic == WSK_MATMUL_SPLITK) {
         splitk_partial(workspace, x, w, scales, zero_points, M, K, N, k->split_k);
@@ -91,13 +88,11 @@ void wsk_host_matmul_gemv(void **args)
 
 void wsk_host_matmul_splitk(void **args)
 {
-    splitk_partial(ARG(float *, 0), ARG(const float *, 1), ARG(const uint8_t *, 2),
-                   ARG(const float *, 3), ARG(const uint8_t *, 4), ARG(uint32_t, 5),
-                   ARG(uint32_t, 6), ARG(uint32_t, 7), ARG(uint32_t, 8));
+    splitk_partial(ARG(float *, 0), ARG(const float *, 1), ARG(const uint8_t *, 2), ARG(const float *, 3),
+                   ARG(const uint8_t *, 4), ARG(uint32_t, 5), ARG(uint32_t, 6), ARG(uint32_t, 7), ARG(uint32_t, 8));
 }
 
 void wsk_host_matmul_reduce(void **args)
 {
-    splitk_reduce(ARG(float *, 0), ARG(const float *, 1), ARG(uint32_t, 2), ARG(uint32_t, 3),
-                  ARG(uint32_t, 4));
+    splitk_reduce(ARG(float *, 0), ARG(const float *, 1), ARG(uint32_t, 2), ARG(uint32_t, 3), ARG(uint32_t, 4));
 }

@@ -39,19 +39,19 @@
 extern "C" {
 #endif
 
-#define WSK_QBLOCK 32u               /* quantization block along K (values) */
-#define WSK_QBLOCK_BYTES 16u         /* packed bytes per block */
-#define WSK_GEMV_MAX_M 1u            /* rows served by the GEMV tactic */
-#define WSK_SPLITK_MAX 16u           /* upper bound of the split-K factor */
-#define WSK_MATMUL_TILE_N 128u       /* output columns per thread block */
-#define WSK_ATTN_KV_BLOCK 32u        /* KV positions per scheduling block */
-#define WSK_ATTN_MAX_SPLITS 32u      /* upper bound of flash-decoding splits */
-#define WSK_ATTN_MAX_HEAD_DIM 256u   /* what the CUDA kernel supports */
-#define WSK_ARGMAX_BLOCK 1024u       /* logits reduced per block in pass one */
-#define WSK_THREADS 256u             /* threads per block of the elementwise kernels */
-#define WSK_MAX_WS_SLOTS 2u
-#define WSK_WS_ALIGNMENT 256u        /* alignment the kernels want for workspace */
-#define WSK_DIM_UNKNOWN UINT64_MAX   /* a shape not known when estimating */
+#define WSK_QBLOCK            32u   /* quantization block along K (values) */
+#define WSK_QBLOCK_BYTES      16u   /* packed bytes per block */
+#define WSK_GEMV_MAX_M        1u    /* rows served by the GEMV tactic */
+#define WSK_SPLITK_MAX        16u   /* upper bound of the split-K factor */
+#define WSK_MATMUL_TILE_N     128u  /* output columns per thread block */
+#define WSK_ATTN_KV_BLOCK     32u   /* KV positions per scheduling block */
+#define WSK_ATTN_MAX_SPLITS   32u   /* upper bound of flash-decoding splits */
+#define WSK_ATTN_MAX_HEAD_DIM 256u  /* what the CUDA kernel supports */
+#define WSK_ARGMAX_BLOCK      1024u /* logits reduced per block in pass one */
+#define WSK_THREADS           256u  /* threads per block of the elementwise kernels */
+#define WSK_MAX_WS_SLOTS      2u
+#define WSK_WS_ALIGNMENT      256u       /* alignment the kernels want for workspace */
+#define WSK_DIM_UNKNOWN       UINT64_MAX /* a shape not known when estimating */
 
 enum wsk_status {
     WSK_OK = 0,
@@ -66,13 +66,13 @@ struct wsk_device {
 };
 
 struct wsk_ws {
-    uint32_t nslots;                     /* 0: declares nothing */
-    uint64_t bytes[WSK_MAX_WS_SLOTS];    /* bytes of slot i, i < nslots */
+    uint32_t nslots;                  /* 0: declares nothing */
+    uint64_t bytes[WSK_MAX_WS_SLOTS]; /* bytes of slot i, i < nslots */
 };
 
 /* Packed bytes of a K x N quantized matrix, its scales and its zero points (checked). */
-enum wsk_status wsk_nbits_sizes(uint64_t K, uint64_t N, uint64_t *weight_bytes,
-                                uint64_t *scale_count, uint64_t *zero_point_bytes);
+enum wsk_status wsk_nbits_sizes(uint64_t K, uint64_t N, uint64_t *weight_bytes, uint64_t *scale_count,
+                                uint64_t *zero_point_bytes);
 
 /* ---- matmul_nbits: y[M][N] = x[M][K] * dequant(W) ---- */
 struct wsk_matmul_attrs {
@@ -82,25 +82,23 @@ struct wsk_matmul_attrs {
 enum wsk_matmul_tactic { WSK_MATMUL_GEMV = 0, WSK_MATMUL_SPLITK = 1 };
 struct wsk_matmul_kernel { /* state of a created kernel */
     enum wsk_matmul_tactic tactic;
-    uint32_t split_k;      /* 1 for GEMV */
+    uint32_t split_k; /* 1 for GEMV */
 };
 /* GEMV (no workspace) for M <= WSK_GEMV_MAX_M or when only one K split would pay off; otherwise
  * split-K with an fp32 partial-sum workspace of split_k * M * N floats (slot 0). */
-enum wsk_status wsk_matmul_create(const struct wsk_matmul_attrs *a, uint64_t M,
-                                  const struct wsk_device *dev, struct wsk_matmul_kernel *out);
-enum wsk_status wsk_matmul_level2(const struct wsk_matmul_attrs *a,
-                                  const struct wsk_matmul_kernel *k, uint64_t M,
+enum wsk_status wsk_matmul_create(const struct wsk_matmul_attrs *a, uint64_t M, const struct wsk_device *dev,
+                                  struct wsk_matmul_kernel *out);
+enum wsk_status wsk_matmul_level2(const struct wsk_matmul_attrs *a, const struct wsk_matmul_kernel *k, uint64_t M,
                                   struct wsk_ws *out);
-enum wsk_status wsk_matmul_level1(const struct wsk_matmul_attrs *a, uint64_t max_M,
-                                  const struct wsk_device *dev, enum wsk_l1_policy policy,
-                                  struct wsk_ws *out);
+enum wsk_status wsk_matmul_level1(const struct wsk_matmul_attrs *a, uint64_t max_M, const struct wsk_device *dev,
+                                  enum wsk_l1_policy policy, struct wsk_ws *out);
 
 /* ---- attention_decode: one new query token per sequence over kv_len cached positions ---- */
 struct wsk_attn_attrs {
     uint64_t heads, head_dim;
 };
 struct wsk_attn_kernel {
-    uint32_t splits;          /* KV splits; 1 means no workspace */
+    uint32_t splits;           /* KV splits; 1 means no workspace */
     uint32_t blocks_per_split; /* WSK_ATTN_KV_BLOCK-position blocks handled by each split */
 };
 /* Splits fill the SMs: ceil(2*sm / (batch*heads)), at most WSK_ATTN_MAX_SPLITS and at most the
@@ -110,11 +108,10 @@ enum wsk_status wsk_attn_create(const struct wsk_attn_attrs *a, uint64_t batch, 
                                 const struct wsk_device *dev, struct wsk_attn_kernel *out);
 /* slot 0: partial outputs batch*heads*splits*head_dim floats; slot 1: log-sum-exp
  * batch*heads*splits floats.  Nothing when splits == 1. */
-enum wsk_status wsk_attn_level2(const struct wsk_attn_attrs *a, const struct wsk_attn_kernel *k,
-                                uint64_t batch, uint64_t kv_len, struct wsk_ws *out);
-enum wsk_status wsk_attn_level1(const struct wsk_attn_attrs *a, uint64_t max_batch,
-                                uint64_t max_kv_len, const struct wsk_device *dev,
-                                enum wsk_l1_policy policy, struct wsk_ws *out);
+enum wsk_status wsk_attn_level2(const struct wsk_attn_attrs *a, const struct wsk_attn_kernel *k, uint64_t batch,
+                                uint64_t kv_len, struct wsk_ws *out);
+enum wsk_status wsk_attn_level1(const struct wsk_attn_attrs *a, uint64_t max_batch, uint64_t max_kv_len,
+                                const struct wsk_device *dev, enum wsk_l1_policy policy, struct wsk_ws *out);
 
 /* ---- argmax over the vocabulary: two passes, slot 0 holds batch*ceil(V/1024) pairs ---- */
 struct wsk_argmax_pair {
@@ -123,25 +120,21 @@ struct wsk_argmax_pair {
 };
 uint64_t wsk_argmax_nblocks(uint64_t vocab);
 enum wsk_status wsk_argmax_level2(uint64_t vocab, uint64_t batch, struct wsk_ws *out);
-enum wsk_status wsk_argmax_level1(uint64_t vocab, uint64_t max_batch, enum wsk_l1_policy policy,
-                                  struct wsk_ws *out);
+enum wsk_status wsk_argmax_level1(uint64_t vocab, uint64_t max_batch, enum wsk_l1_policy policy, struct wsk_ws *out);
 
 /* ---- host references (plain C, single thread) ---- */
 void wsk_ref_embed(float *y, const int32_t *ids, const float *table, uint32_t M, uint32_t H);
-void wsk_ref_rmsnorm(float *y, const float *x, const float *gamma, uint32_t M, uint32_t H,
-                     float eps);
+void wsk_ref_rmsnorm(float *y, const float *x, const float *gamma, uint32_t M, uint32_t H, float eps);
 void wsk_ref_silu_mul(float *y, const float *gate, const float *up, uint64_t n);
 void wsk_ref_add(float *y, const float *a, const float *b, uint64_t n);
 /* workspace: split_k*M*N floats when k->tactic == WSK_MATMUL_SPLITK, else unused (may be NULL) */
-void wsk_ref_matmul_nbits(float *y, const float *x, const uint8_t *w, const float *scales,
-                          const uint8_t *zero_points, uint32_t M, uint32_t K, uint32_t N,
-                          const struct wsk_matmul_kernel *k, float *workspace);
+void wsk_ref_matmul_nbits(float *y, const float *x, const uint8_t *w, const float *scales, const uint8_t *zero_points,
+                          uint32_t M, uint32_t K, uint32_t N, const struct wsk_matmul_kernel *k, float *workspace);
 /* Writes k_new/v_new ([batch][heads*head_dim]) at position kv_len-1, then attends q over
  * positions [0, kv_len).  o_part/lse: slots 0 and 1 when k->splits > 1, else unused. */
-void wsk_ref_attention_decode(float *out, const float *q, const float *k_new, const float *v_new,
-                              float *k_cache, float *v_cache, uint32_t batch, uint32_t heads,
-                              uint32_t head_dim, uint32_t kv_len, uint32_t max_kv,
-                              const struct wsk_attn_kernel *k, float *o_part, float *lse);
+void wsk_ref_attention_decode(float *out, const float *q, const float *k_new, const float *v_new, float *k_cache,
+                              float *v_cache, uint32_t batch, uint32_t heads, uint32_t head_dim, uint32_t kv_len,
+                              uint32_t max_kv, const struct wsk_attn_kernel *k, float *o_part, float *lse);
 void wsk_ref_argmax(int32_t *tokens, const float *logits, uint32_t batch, uint32_t vocab,
                     struct wsk_argmax_pair *workspace);
 

@@ -89,7 +89,4 @@ static const struct wstrace_api_v1 api_v1 = {
     .metadata = metadata,
 };
 
-WS_EXPORT const struct wstrace_api_v1 *wstrace_get_api_v1(void)
-{
-    return ws_enabled ? &api_v1 : NULL;
-}
+WS_EXPORT const struct wstrace_api_v1 *wstrace_get_api_v1(void) { return ws_enabled ? &api_v1 : NULL; }

@@ -18,12 +18,12 @@ void __cudaRegisterFunction(void **fat_cubin, const char *host_fun, char *device
                             int thread_limit, uint3 *tid, uint3 *bid, dim3 *bdim, dim3 *gdim, int *wsize);
 
 /* The one table of real symbols: X(name). */
-#define WS_REAL_SYMBOLS(X)                                                                                   \
-    X(cudaMalloc) X(cudaFree) X(cudaMallocAsync) X(cudaFreeAsync) X(cudaMallocFromPoolAsync)                  \
-    X(cudaMallocManaged) X(cudaMallocPitch) X(cudaMallocHost) X(cudaHostAlloc) X(cudaFreeHost)                 \
-    X(cudaLaunchKernel) X(cudaLaunchKernelExC) X(cudaLaunchCooperativeKernel) X(cudaGraphLaunch)              \
-    X(cudaSetDevice) X(__cudaGetKernel) X(__cudaLaunchKernel) X(__cudaLaunchKernel_ptsz)                       \
-    X(__cudaRegisterFunction)
+#define WS_REAL_SYMBOLS(X)                                                                                             \
+    X(cudaMalloc)                                                                                                      \
+    X(cudaFree) X(cudaMallocAsync) X(cudaFreeAsync) X(cudaMallocFromPoolAsync) X(cudaMallocManaged) X(cudaMallocPitch) \
+        X(cudaMallocHost) X(cudaHostAlloc) X(cudaFreeHost) X(cudaLaunchKernel) X(cudaLaunchKernelExC)                  \
+            X(cudaLaunchCooperativeKernel) X(cudaGraphLaunch) X(cudaSetDevice) X(__cudaGetKernel)                      \
+                X(__cudaLaunchKernel) X(__cudaLaunchKernel_ptsz) X(__cudaRegisterFunction)
 
 #define WS_REAL_FIELD(name) __typeof__(&name) name;
 static struct {
@@ -56,14 +56,14 @@ static void resolve_real(void)
         dlclose(cudart);
 }
 
-#define REAL(name)                                                                                           \
-    ({                                                                                                       \
-        __typeof__(real.name) fn_ = __atomic_load_n(&real.name, __ATOMIC_ACQUIRE);                          \
-        if (__builtin_expect(!fn_, 0)) {                                                                     \
-            resolve_real();                                                                                  \
-            fn_ = __atomic_load_n(&real.name, __ATOMIC_ACQUIRE);                                             \
-        }                                                                                                    \
-        fn_;                                                                                                 \
+#define REAL(name)                                                                                                     \
+    ({                                                                                                                 \
+        __typeof__(real.name) fn_ = __atomic_load_n(&real.name, __ATOMIC_ACQUIRE);                                     \
+        if (__builtin_expect(!fn_, 0)) {                                                                               \
+            resolve_real();                                                                                            \
+            fn_ = __atomic_load_n(&real.name, __ATOMIC_ACQUIRE);                                                       \
+        }                                                                                                              \
+        fn_;                                                                                                           \
     })
 
 /* A missing real symbol answers with the runtime's own code for an unresolvable symbol. */
@@ -315,8 +315,8 @@ WS_EXPORT cudaError_t cudaLaunchKernel(const void *func, dim3 grid, dim3 block, 
     return rc;
 }
 
-WS_EXPORT cudaError_t cudaLaunchCooperativeKernel(const void *func, dim3 grid, dim3 block, void **args,
-                                                  size_t smem, cudaStream_t stream)
+WS_EXPORT cudaError_t cudaLaunchCooperativeKernel(const void *func, dim3 grid, dim3 block, void **args, size_t smem,
+                                                  cudaStream_t stream)
 {
     __typeof__(real.cudaLaunchCooperativeKernel) fn = REAL(cudaLaunchCooperativeKernel);
     if (!fn)
@@ -340,8 +340,8 @@ WS_EXPORT cudaError_t cudaLaunchKernelExC(const cudaLaunchConfig_t *config, cons
     cudaError_t rc = fn(config, func, args);
     int saved = errno;
     if (config)
-        record_launch(WS_API_cudaLaunchKernelExC, rc, func, config->gridDim, config->blockDim,
-                      config->dynamicSmemBytes, config->stream);
+        record_launch(WS_API_cudaLaunchKernelExC, rc, func, config->gridDim, config->blockDim, config->dynamicSmemBytes,
+                      config->stream);
     else
         record_launch(WS_API_cudaLaunchKernelExC, rc, func, (dim3){0, 0, 0}, (dim3){0, 0, 0}, 0, 0);
     ws_hook_leave(saved);
@@ -363,8 +363,8 @@ WS_EXPORT cudaError_t __cudaLaunchKernel(cudaKernel_t kernel, dim3 grid, dim3 bl
     return rc;
 }
 
-WS_EXPORT cudaError_t __cudaLaunchKernel_ptsz(cudaKernel_t kernel, dim3 grid, dim3 block, void **args,
-                                              size_t smem, cudaStream_t stream)
+WS_EXPORT cudaError_t __cudaLaunchKernel_ptsz(cudaKernel_t kernel, dim3 grid, dim3 block, void **args, size_t smem,
+                                              cudaStream_t stream)
 {
     __typeof__(real.__cudaLaunchKernel_ptsz) fn = REAL(__cudaLaunchKernel_ptsz);
     if (!fn)
@@ -418,9 +418,8 @@ static void record_symbol(const void *addr, const char *name, uint64_t alias_of,
 }
 
 /* Every nvcc-built module names its kernels here from a constructor: host stub -> device name. */
-WS_EXPORT void __cudaRegisterFunction(void **fat_cubin, const char *host_fun, char *device_fun,
-                                      const char *device_name, int thread_limit, uint3 *tid, uint3 *bid,
-                                      dim3 *bdim, dim3 *gdim, int *wsize)
+WS_EXPORT void __cudaRegisterFunction(void **fat_cubin, const char *host_fun, char *device_fun, const char *device_name,
+                                      int thread_limit, uint3 *tid, uint3 *bid, dim3 *bdim, dim3 *gdim, int *wsize)
 {
     __typeof__(real.__cudaRegisterFunction) fn = REAL(__cudaRegisterFunction);
     if (fn)

@@ -8,9 +8,9 @@
 
 #include "tracer.h"
 
-static uint64_t next_domain = 1;     /* 0 is the default domain */
-static uint64_t next_string = 1;     /* registered string handles */
-static uint64_t next_range_id = 1;   /* nvtxRangeStart ids */
+static uint64_t next_domain = 1;   /* 0 is the default domain */
+static uint64_t next_string = 1;   /* registered string handles */
+static uint64_t next_range_id = 1; /* nvtxRangeStart ids */
 
 /* UTF-8 of a wide string, truncated to fit. */
 static size_t wide_to_utf8(const wchar_t *w, char *out, size_t cap)
@@ -71,11 +71,8 @@ static void message_of(const nvtxEventAttributes_t *a, struct message *m)
         m->len = wide_to_utf8(a->message.unicode, m->wide, sizeof m->wide);
         m->text = m->wide;
         break;
-    case NVTX_MESSAGE_TYPE_REGISTERED:
-        m->handle = (uint64_t)(uintptr_t)a->message.registered;
-        break;
-    default:
-        break;
+    case NVTX_MESSAGE_TYPE_REGISTERED: m->handle = (uint64_t)(uintptr_t)a->message.registered; break;
+    default: break;
     }
 }
 

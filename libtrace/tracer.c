@@ -139,9 +139,12 @@ static int parse_bytes(const char *s, uint64_t *out)
     uint64_t mult = 1;
     if (*end) {
         switch (*end) {
-        case 'K': case 'k': mult = 1ull << 10; break;
-        case 'M': case 'm': mult = 1ull << 20; break;
-        case 'G': case 'g': mult = 1ull << 30; break;
+        case 'K':
+        case 'k': mult = 1ull << 10; break;
+        case 'M':
+        case 'm': mult = 1ull << 20; break;
+        case 'G':
+        case 'g': mult = 1ull << 30; break;
         default: return -1;
         }
         end++;
@@ -187,8 +190,7 @@ static int read_config(void)
     uint64_t max_bytes = 8ull << 30;
     const char *m = getenv("WSTRACE_SPOOL_MAX");
     if (m && *m && (parse_bytes(m, &max_bytes) != 0 || max_bytes < WS_CHUNK_BYTES)) {
-        warn_line("WSTRACE_SPOOL_MAX '%s' is not a size of at least 256K; tracing is off for this process%s", m,
-                  "");
+        warn_line("WSTRACE_SPOOL_MAX '%s' is not a size of at least 256K; tracing is off for this process%s", m, "");
         return -1;
     }
     g.max_chunks = max_bytes / WS_CHUNK_BYTES;

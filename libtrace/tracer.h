@@ -13,7 +13,7 @@
 #include "spool_format.h"
 
 #define WS_EXPORT __attribute__((visibility("default")))
-#define WS_TLS __thread __attribute__((tls_model("initial-exec")))
+#define WS_TLS    __thread __attribute__((tls_model("initial-exec")))
 
 /* Per-thread state.  `recs` points into the thread's current mmap'd chunk. */
 struct ws_thread {

@@ -31,8 +31,8 @@ __device__ static struct wsk_argmax_pair block_best(struct wsk_argmax_pair mine)
 }
 
 /* grid (ceil(vocab/WSK_ARGMAX_BLOCK), batch), block WSK_THREADS */
-extern "C" __global__ void wsk_argmax_blocks(struct wsk_argmax_pair *ws, const float *logits,
-                                             uint32_t batch, uint32_t vocab)
+extern "C" __global__ void wsk_argmax_blocks(struct wsk_argmax_pair *ws, const float *logits, uint32_t batch,
+                                             uint32_t vocab)
 {
     uint32_t blk = blockIdx.x, b = blockIdx.y;
     uint32_t nblk = (vocab + WSK_ARGMAX_BLOCK - 1) / WSK_ARGMAX_BLOCK;
@@ -52,8 +52,8 @@ extern "C" __global__ void wsk_argmax_blocks(struct wsk_argmax_pair *ws, const f
 }
 
 /* grid (batch), block WSK_THREADS */
-extern "C" __global__ void wsk_argmax_final(int32_t *tokens, const struct wsk_argmax_pair *ws,
-                                            uint32_t batch, uint32_t nblocks)
+extern "C" __global__ void wsk_argmax_final(int32_t *tokens, const struct wsk_argmax_pair *ws, uint32_t batch,
+                                            uint32_t nblocks)
 {
     uint32_t b = blockIdx.x;
     if (b >= batch)

@@ -9,9 +9,9 @@
 #define ATTN_THREADS 128u
 
 /* grid (batch*heads), block ATTN_THREADS */
-extern "C" __global__ void wsk_kv_append(float *k_cache, float *v_cache, const float *k_new,
-                                         const float *v_new, uint32_t batch, uint32_t heads,
-                                         uint32_t head_dim, uint32_t pos, uint32_t max_kv)
+extern "C" __global__ void wsk_kv_append(float *k_cache, float *v_cache, const float *k_new, const float *v_new,
+                                         uint32_t batch, uint32_t heads, uint32_t head_dim, uint32_t pos,
+                                         uint32_t max_kv)
 {
     uint64_t row = blockIdx.x;
     if (row >= (uint64_t)batch * heads)
@@ -24,11 +24,9 @@ extern "C" __global__ void wsk_kv_append(float *k_cache, float *v_cache, const f
 }
 
 /* grid (batch*heads, splits), block ATTN_THREADS */
-extern "C" __global__ void wsk_attn_split(float *out, float *o_part, float *lse, const float *q,
-                                          const float *k_cache, const float *v_cache,
-                                          uint32_t batch, uint32_t heads, uint32_t head_dim,
-                                          uint32_t kv_len, uint32_t max_kv, uint32_t splits,
-                                          uint32_t blocks_per_split)
+extern "C" __global__ void wsk_attn_split(float *out, float *o_part, float *lse, const float *q, const float *k_cache,
+                                          const float *v_cache, uint32_t batch, uint32_t heads, uint32_t head_dim,
+                                          uint32_t kv_len, uint32_t max_kv, uint32_t splits, uint32_t blocks_per_split)
 {
     __shared__ float scores[ATTN_THREADS];
     __shared__ float qs[WSK_ATTN_MAX_HEAD_DIM];
@@ -86,9 +84,8 @@ extern "C" __global__ void wsk_attn_split(float *out, float *o_part, float *lse,
 }
 
 /* grid (batch*heads), block ATTN_THREADS */
-extern "C" __global__ void wsk_attn_combine(float *out, const float *o_part, const float *lse,
-                                            uint32_t batch, uint32_t heads, uint32_t head_dim,
-                                            uint32_t splits)
+extern "C" __global__ void wsk_attn_combine(float *out, const float *o_part, const float *lse, uint32_t batch,
+                                            uint32_t heads, uint32_t head_dim, uint32_t splits)
 {
     uint64_t row = blockIdx.x;
     if (row >= (uint64_t)batch * heads)

@@ -2,8 +2,7 @@
 #include "wsk_cuda.cuh"
 
 /* grid (ceil(H/WSK_THREADS), M) */
-extern "C" __global__ void wsk_embed(float *y, const int32_t *ids, const float *table, uint32_t M,
-                                     uint32_t H)
+extern "C" __global__ void wsk_embed(float *y, const int32_t *ids, const float *table, uint32_t M, uint32_t H)
 {
     uint32_t m = blockIdx.y, h = blockIdx.x * blockDim.x + threadIdx.x;
     if (m < M && h < H)
@@ -11,8 +10,7 @@ extern "C" __global__ void wsk_embed(float *y, const int32_t *ids, const float *
 }
 
 /* grid (M), block WSK_THREADS: one row per block, tree reduction of the squares. */
-extern "C" __global__ void wsk_rmsnorm(float *y, const float *x, const float *gamma, uint32_t M,
-                                       uint32_t H, float eps)
+extern "C" __global__ void wsk_rmsnorm(float *y, const float *x, const float *gamma, uint32_t M, uint32_t H, float eps)
 {
     __shared__ float partial[WSK_THREADS];
     uint32_t m = blockIdx.x;
@@ -37,14 +35,12 @@ extern "C" __global__ void wsk_rmsnorm(float *y, const float *x, const float *ga
 /* Grid-stride loops: any grid covers any n. */
 extern "C" __global__ void wsk_silu_mul(float *y, const float *gate, const float *up, uint64_t n)
 {
-    for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < n;
-         i += (uint64_t)gridDim.x * blockDim.x)
+    for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < n; i += (uint64_t)gridDim.x * blockDim.x)
         y[i] = gate[i] / (1.0f + expf(-gate[i])) * up[i];
 }
 
 extern "C" __global__ void wsk_add(float *y, const float *a, const float *b, uint64_t n)
 {
-    for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < n;
-         i += (uint64_t)gridDim.x * blockDim.x)
+    for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < n; i += (uint64_t)gridDim.x * blockDim.x)
         y[i] = a[i] + b[i];
 }

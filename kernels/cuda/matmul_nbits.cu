@@ -13,9 +13,8 @@ __device__ static float zero_point(const uint8_t *zp, uint32_t n, uint32_t blk, 
     return (float)((blk & 1) ? byte >> 4 : byte & 15);
 }
 
-__device__ static float dot_blocks(const float *x, const uint8_t *w, const float *scales,
-                                   const uint8_t *zp, uint32_t K, uint32_t n, uint32_t b0,
-                                   uint32_t b1)
+__device__ static float dot_blocks(const float *x, const uint8_t *w, const float *scales, const uint8_t *zp, uint32_t K,
+                                   uint32_t n, uint32_t b0, uint32_t b1)
 {
     uint32_t kblocks = (K + WSK_QBLOCK - 1) / WSK_QBLOCK;
     float acc = 0.0f;
@@ -34,9 +33,8 @@ __device__ static float dot_blocks(const float *x, const uint8_t *w, const float
 }
 
 /* grid (ceil(N/WSK_MATMUL_TILE_N), M), block WSK_MATMUL_TILE_N */
-extern "C" __global__ void wsk_matmul_gemv(float *y, const float *x, const uint8_t *w,
-                                           const float *scales, const uint8_t *zp, uint32_t M,
-                                           uint32_t K, uint32_t N)
+extern "C" __global__ void wsk_matmul_gemv(float *y, const float *x, const uint8_t *w, const float *scales,
+                                           const uint8_t *zp, uint32_t M, uint32_t K, uint32_t N)
 {
     uint32_t n = blockIdx.x * blockDim.x + threadIdx.x, m = blockIdx.y;
     if (n >= N || m >= M)
@@ -46,9 +44,8 @@ extern "C" __global__ void wsk_matmul_gemv(float *y, const float *x, const uint8
 }
 
 /* grid (ceil(N/WSK_MATMUL_TILE_N), M, split_k), block WSK_MATMUL_TILE_N */
-extern "C" __global__ void wsk_matmul_splitk(float *ws, const float *x, const uint8_t *w,
-                                             const float *scales, const uint8_t *zp, uint32_t M,
-                                             uint32_t K, uint32_t N, uint32_t split_k)
+extern "C" __global__ void wsk_matmul_splitk(float *ws, const float *x, const uint8_t *w, const float *scales,
+                                             const uint8_t *zp, uint32_t M, uint32_t K, uint32_t N, uint32_t split_k)
 {
     uint32_t n = blockIdx.x * blockDim.x + threadIdx.x, m = blockIdx.y, s = blockIdx.z;
     if (n >= N || m >= M || s >= split_k)
@@ -56,16 +53,13 @@ extern "C" __global__ void wsk_matmul_splitk(float *ws, const float *x, const ui
     uint32_t kblocks = (K + WSK_QBLOCK - 1) / WSK_QBLOCK, per = (kblocks + split_k - 1) / split_k;
     uint32_t b0 = s * per < kblocks ? s * per : kblocks;
     uint32_t b1 = b0 + per < kblocks ? b0 + per : kblocks;
-    ws[((uint64_t)s * M + m) * N + n] =
-        dot_blocks(x + (uint64_t)m * K, w, scales, zp, K, n, b0, b1);
+    ws[((uint64_t)s * M + m) * N + n] = dot_blocks(x + (uint64_t)m * K, w, scales, zp, K, n, b0, b1);
 }
 
-extern "C" __global__ void wsk_matmul_reduce(float *y, const float *ws, uint32_t M, uint32_t N,
-                                             uint32_t split_k)
+extern "C" __global__ void wsk_matmul_reduce(float *y, const float *ws, uint32_t M, uint32_t N, uint32_t split_k)
 {
     uint64_t mn = (uint64_t)M * N;
-    for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < mn;
-         i += (uint64_t)gridDim.x * blockDim.x) {
+    for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < mn; i += (uint64_t)gridDim.x * blockDim.x) {
         float acc = 0.0f;
         for (uint32_t s = 0; s < split_k; s++)
             acc += ws[s * mn + i];

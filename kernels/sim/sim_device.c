@@ -140,9 +140,7 @@ static int attribute_value(const struct cudaDeviceProp *p, enum cudaDeviceAttr a
     case cudaDevAttrComputeCapabilityMajor: *value = p->major; return 1;
     case cudaDevAttrComputeCapabilityMinor: *value = p->minor; return 1;
     case cudaDevAttrStreamPrioritiesSupported: *value = p->streamPrioritiesSupported; return 1;
-    case cudaDevAttrMaxSharedMemoryPerMultiprocessor:
-        *value = (int)p->sharedMemPerMultiprocessor;
-        return 1;
+    case cudaDevAttrMaxSharedMemoryPerMultiprocessor: *value = (int)p->sharedMemPerMultiprocessor; return 1;
     case cudaDevAttrMaxRegistersPerMultiprocessor: *value = p->regsPerMultiprocessor; return 1;
     case cudaDevAttrManagedMemory: *value = p->managedMemory; return 1;
     case cudaDevAttrPageableMemoryAccess: *value = p->pageableMemoryAccess; return 1;
@@ -151,9 +149,7 @@ static int attribute_value(const struct cudaDeviceProp *p, enum cudaDeviceAttr a
     case cudaDevAttrMaxSharedMemoryPerBlockOptin: *value = (int)p->sharedMemPerBlockOptin; return 1;
     case cudaDevAttrMaxBlocksPerMultiprocessor: *value = p->maxBlocksPerMultiProcessor; return 1;
     case cudaDevAttrMaxPersistingL2CacheSize: *value = p->persistingL2CacheMaxSize; return 1;
-    case cudaDevAttrReservedSharedMemoryPerBlock:
-        *value = (int)p->reservedSharedMemPerBlock;
-        return 1;
+    case cudaDevAttrReservedSharedMemoryPerBlock: *value = (int)p->reservedSharedMemPerBlock; return 1;
     case cudaDevAttrMemoryPoolsSupported: *value = p->memoryPoolsSupported; return 1;
     case cudaDevAttrClusterLaunch: *value = p->clusterLaunch; return 1;
     default: return 0;

@@ -16,8 +16,7 @@
 
 /* Exports a second name for an API function: the per-thread-default-stream variants (_ptsz,
  * _ptds) behave the same on a device where every call completes before it returns. */
-#define SIM_ALIAS(name, target)                                                                    \
-    extern __typeof__(target) name __attribute__((alias(#target), visibility("default")))
+#define SIM_ALIAS(name, target) extern __typeof__(target) name __attribute__((alias(#target), visibility("default")))
 
 enum { SIM_DEVICE_ALIGN = 256, SIM_DEFAULT_CAPACITY_SHIFT = 34 /* 16 GiB */ };
 
@@ -31,9 +30,9 @@ enum sim_kind {
     SIM_POOL,
     SIM_GRAPH,
     SIM_GRAPH_EXEC,
-    SIM_MODULE,      /* handle returned by __cudaRegisterFatBinary */
-    SIM_STUB,        /* nvcc host stub -> struct sim_function */
-    SIM_KERNEL,      /* cudaKernel_t handle (a struct sim_function) */
+    SIM_MODULE, /* handle returned by __cudaRegisterFatBinary */
+    SIM_STUB,   /* nvcc host stub -> struct sim_function */
+    SIM_KERNEL, /* cudaKernel_t handle (a struct sim_function) */
 };
 
 struct sim_entry {

@@ -89,8 +89,8 @@ char __cudaInitModule(void **fatCubinHandle)
     return 1;
 }
 
-void __cudaRegisterVar(void **fatCubinHandle, char *hostVar, char *deviceAddress,
-                       const char *deviceName, int ext, size_t size, int constant, int global)
+void __cudaRegisterVar(void **fatCubinHandle, char *hostVar, char *deviceAddress, const char *deviceName, int ext,
+                       size_t size, int constant, int global)
 {
     /* A __device__ variable's host shadow is the variable on the simulated device. */
     (void)fatCubinHandle, (void)hostVar, (void)deviceAddress, (void)deviceName;
@@ -108,9 +108,8 @@ static void forget_function_locked(struct sim_function *f)
     free(f);
 }
 
-void __cudaRegisterFunction(void **fatCubinHandle, const char *hostFun, char *deviceFun,
-                            const char *deviceName, int thread_limit, uint3 *tid, uint3 *bid,
-                            dim3 *bDim, dim3 *gDim, int *wSize)
+void __cudaRegisterFunction(void **fatCubinHandle, const char *hostFun, char *deviceFun, const char *deviceName,
+                            int thread_limit, uint3 *tid, uint3 *bid, dim3 *bDim, dim3 *gDim, int *wSize)
 {
     (void)deviceFun, (void)thread_limit, (void)tid, (void)bid, (void)bDim, (void)gDim, (void)wSize;
     if (!hostFun || !deviceName)
@@ -172,8 +171,7 @@ enum { CONFIG_STACK_DEPTH = 16 };
 static _Thread_local struct launch_config config_stack[CONFIG_STACK_DEPTH];
 static _Thread_local unsigned config_depth;
 
-unsigned __cudaPushCallConfiguration(dim3 gridDim, dim3 blockDim, size_t sharedMem,
-                                     struct CUstream_st *stream)
+unsigned __cudaPushCallConfiguration(dim3 gridDim, dim3 blockDim, size_t sharedMem, struct CUstream_st *stream)
 {
     if (config_depth == CONFIG_STACK_DEPTH)
         return 1;
@@ -181,8 +179,7 @@ unsigned __cudaPushCallConfiguration(dim3 gridDim, dim3 blockDim, size_t sharedM
     return 0;
 }
 
-cudaError_t __cudaPopCallConfiguration(dim3 *gridDim, dim3 *blockDim, size_t *sharedMem,
-                                       void *stream)
+cudaError_t __cudaPopCallConfiguration(dim3 *gridDim, dim3 *blockDim, size_t *sharedMem, void *stream)
 {
     if (config_depth == 0)
         return sim_result(cudaErrorMissingConfiguration);
@@ -237,8 +234,7 @@ static sim_host_kernel_fn resolve_locked(const void *func)
     return (sim_host_kernel_fn)func;
 }
 
-static cudaError_t launch(const void *func, dim3 grid, dim3 block, void **args,
-                          cudaStream_t stream)
+static cudaError_t launch(const void *func, dim3 grid, dim3 block, void **args, cudaStream_t stream)
 {
     if (!func)
         return sim_result(cudaErrorInvalidDeviceFunction);
@@ -257,15 +253,15 @@ static cudaError_t launch(const void *func, dim3 grid, dim3 block, void **args,
     return cudaSuccess;
 }
 
-cudaError_t cudaLaunchKernel(const void *func, dim3 gridDim, dim3 blockDim, void **args,
-                             size_t sharedMem, cudaStream_t stream)
+cudaError_t cudaLaunchKernel(const void *func, dim3 gridDim, dim3 blockDim, void **args, size_t sharedMem,
+                             cudaStream_t stream)
 {
     (void)sharedMem;
     return launch(func, gridDim, blockDim, args, stream);
 }
 
-cudaError_t cudaLaunchCooperativeKernel(const void *func, dim3 gridDim, dim3 blockDim,
-                                        void **args, size_t sharedMem, cudaStream_t stream)
+cudaError_t cudaLaunchCooperativeKernel(const void *func, dim3 gridDim, dim3 blockDim, void **args, size_t sharedMem,
+                                        cudaStream_t stream)
 {
     (void)sharedMem;
     return launch(func, gridDim, blockDim, args, stream);
@@ -279,8 +275,8 @@ cudaError_t cudaLaunchKernelExC(const cudaLaunchConfig_t *config, const void *fu
 }
 
 /* Only registered handles are launched: a handle is never called as a function. */
-cudaError_t __cudaLaunchKernel(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim, void **args,
-                               size_t sharedMem, cudaStream_t stream)
+cudaError_t __cudaLaunchKernel(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim, void **args, size_t sharedMem,
+                               cudaStream_t stream)
 {
     (void)sharedMem;
     pthread_mutex_lock(&sim_lock);

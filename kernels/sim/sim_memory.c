@@ -18,8 +18,7 @@ static int parse_bytes(const char *text, uint64_t *out)
     static const struct {
         const char *suffix;
         unsigned shift;
-    } units[] = {{"", 0},   {"K", 10},   {"M", 20},   {"G", 30},
-                 {"KiB", 10}, {"MiB", 20}, {"GiB", 30}};
+    } units[] = {{"", 0}, {"K", 10}, {"M", 20}, {"G", 30}, {"KiB", 10}, {"MiB", 20}, {"GiB", 30}};
     char *end = NULL;
     if (text[0] < '0' || text[0] > '9')
         return -1; /* strtoull would accept a sign or blanks */
@@ -46,8 +45,10 @@ static void read_capacity(void)
         return;
     if (parse_bytes(text, &capacity) != 0) {
         capacity = (uint64_t)1 << SIM_DEFAULT_CAPACITY_SHIFT;
-        fprintf(stderr, "wssim: WSSIM_CAPACITY='%s' is not a byte count (e.g. 1073741824, 512M, "
-                        "2GiB); using 16 GiB\n", text);
+        fprintf(stderr,
+                "wssim: WSSIM_CAPACITY='%s' is not a byte count (e.g. 1073741824, 512M, "
+                "2GiB); using 16 GiB\n",
+                text);
     }
 }
 
@@ -123,20 +124,11 @@ static cudaError_t sim_release(void *p, enum sim_kind kind, enum sim_kind other_
     return cudaSuccess;
 }
 
-static cudaError_t device_free(void *p)
-{
-    return sim_release(p, SIM_DEVICE_MEM, SIM_MANAGED_MEM);
-}
+static cudaError_t device_free(void *p) { return sim_release(p, SIM_DEVICE_MEM, SIM_MANAGED_MEM); }
 
-cudaError_t cudaMalloc(void **devPtr, size_t size)
-{
-    return sim_alloc(devPtr, size, SIM_DEVICE_MEM);
-}
+cudaError_t cudaMalloc(void **devPtr, size_t size) { return sim_alloc(devPtr, size, SIM_DEVICE_MEM); }
 
-cudaError_t cudaFree(void *devPtr)
-{
-    return device_free(devPtr);
-}
+cudaError_t cudaFree(void *devPtr) { return device_free(devPtr); }
 
 cudaError_t cudaMallocManaged(void **devPtr, size_t size, unsigned int flags)
 {
@@ -173,10 +165,7 @@ cudaError_t cudaFreeAsync(void *devPtr, cudaStream_t stream)
     return device_free(devPtr);
 }
 
-cudaError_t cudaMallocHost(void **ptr, size_t size)
-{
-    return sim_alloc(ptr, size, SIM_HOST_MEM);
-}
+cudaError_t cudaMallocHost(void **ptr, size_t size) { return sim_alloc(ptr, size, SIM_HOST_MEM); }
 
 cudaError_t cudaHostAlloc(void **pHost, size_t size, unsigned int flags)
 {
@@ -184,10 +173,7 @@ cudaError_t cudaHostAlloc(void **pHost, size_t size, unsigned int flags)
     return sim_alloc(pHost, size, SIM_HOST_MEM);
 }
 
-cudaError_t cudaFreeHost(void *ptr)
-{
-    return sim_release(ptr, SIM_HOST_MEM, SIM_HOST_MEM);
-}
+cudaError_t cudaFreeHost(void *ptr) { return sim_release(ptr, SIM_HOST_MEM, SIM_HOST_MEM); }
 
 cudaError_t cudaMemGetInfo(size_t *free_bytes, size_t *total_bytes)
 {
@@ -217,10 +203,7 @@ void wssim_reset_peak(void)
     pthread_mutex_unlock(&sim_lock);
 }
 
-int wssim_is_simulated(void)
-{
-    return 1;
-}
+int wssim_is_simulated(void) { return 1; }
 
 /* ---- memory pools: every pool draws from the same capacity, and memory returns to the device
  * when it is freed rather than when the pool trims, so a pool is only a handle ---- */
@@ -285,8 +268,7 @@ cudaError_t cudaMemPoolDestroy(cudaMemPool_t memPool)
     return cudaSuccess;
 }
 
-cudaError_t cudaMallocFromPoolAsync(void **ptr, size_t size, cudaMemPool_t memPool,
-                                    cudaStream_t stream)
+cudaError_t cudaMallocFromPoolAsync(void **ptr, size_t size, cudaMemPool_t memPool, cudaStream_t stream)
 {
     if (!pool_valid(memPool))
         return sim_result(cudaErrorInvalidValue);
@@ -307,8 +289,7 @@ cudaError_t cudaMemcpy(void *dst, const void *src, size_t count, enum cudaMemcpy
     return cudaSuccess;
 }
 
-cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind,
-                            cudaStream_t stream)
+cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind, cudaStream_t stream)
 {
     if (!sim_stream_valid(stream))
         return sim_result(cudaErrorInvalidResourceHandle);

@@ -68,10 +68,7 @@ cudaError_t cudaStreamCreateWithFlags(cudaStream_t *pStream, unsigned int flags)
     return err;
 }
 
-cudaError_t cudaStreamCreate(cudaStream_t *pStream)
-{
-    return cudaStreamCreateWithFlags(pStream, cudaStreamDefault);
-}
+cudaError_t cudaStreamCreate(cudaStream_t *pStream) { return cudaStreamCreateWithFlags(pStream, cudaStreamDefault); }
 
 cudaError_t cudaStreamDestroy(cudaStream_t stream)
 {
@@ -83,15 +80,9 @@ cudaError_t cudaStreamSynchronize(cudaStream_t stream)
     return sim_stream_valid(stream) ? cudaSuccess : sim_result(cudaErrorInvalidResourceHandle);
 }
 
-cudaError_t cudaStreamQuery(cudaStream_t stream)
-{
-    return cudaStreamSynchronize(stream);
-}
+cudaError_t cudaStreamQuery(cudaStream_t stream) { return cudaStreamSynchronize(stream); }
 
-cudaError_t cudaDeviceSynchronize(void)
-{
-    return cudaSuccess;
-}
+cudaError_t cudaDeviceSynchronize(void) { return cudaSuccess; }
 
 cudaError_t cudaEventCreateWithFlags(cudaEvent_t *event, unsigned int flags)
 {
@@ -107,10 +98,7 @@ cudaError_t cudaEventCreateWithFlags(cudaEvent_t *event, unsigned int flags)
     return err;
 }
 
-cudaError_t cudaEventCreate(cudaEvent_t *event)
-{
-    return cudaEventCreateWithFlags(event, cudaEventDefault);
-}
+cudaError_t cudaEventCreate(cudaEvent_t *event) { return cudaEventCreateWithFlags(event, cudaEventDefault); }
 
 cudaError_t cudaEventDestroy(cudaEvent_t event)
 {
@@ -142,15 +130,9 @@ static cudaError_t check_event(cudaEvent_t event)
     return known ? cudaSuccess : sim_result(cudaErrorInvalidResourceHandle);
 }
 
-cudaError_t cudaEventSynchronize(cudaEvent_t event)
-{
-    return check_event(event);
-}
+cudaError_t cudaEventSynchronize(cudaEvent_t event) { return check_event(event); }
 
-cudaError_t cudaEventQuery(cudaEvent_t event)
-{
-    return check_event(event);
-}
+cudaError_t cudaEventQuery(cudaEvent_t event) { return check_event(event); }
 
 cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned int flags)
 {
@@ -174,8 +156,7 @@ cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t start, cudaEvent_t end)
         return sim_result(cudaErrorInvalidResourceHandle);
     if ((a.flags | b.flags) & cudaEventDisableTiming)
         return sim_result(cudaErrorInvalidResourceHandle);
-    double delta = (double)(b.when.tv_sec - a.when.tv_sec) * 1e3 +
-                   (double)(b.when.tv_nsec - a.when.tv_nsec) / 1e6;
+    double delta = (double)(b.when.tv_sec - a.when.tv_sec) * 1e3 + (double)(b.when.tv_nsec - a.when.tv_nsec) / 1e6;
     *ms = (float)delta;
     return cudaSuccess;
 }
@@ -198,13 +179,9 @@ cudaError_t cudaGraphCreate(cudaGraph_t *pGraph, unsigned int flags)
     return err;
 }
 
-cudaError_t cudaGraphDestroy(cudaGraph_t graph)
-{
-    return destroy_handle(graph, SIM_GRAPH, cudaErrorInvalidValue);
-}
+cudaError_t cudaGraphDestroy(cudaGraph_t graph) { return destroy_handle(graph, SIM_GRAPH, cudaErrorInvalidValue); }
 
-cudaError_t cudaGraphInstantiate(cudaGraphExec_t *pGraphExec, cudaGraph_t graph,
-                                 unsigned long long flags)
+cudaError_t cudaGraphInstantiate(cudaGraphExec_t *pGraphExec, cudaGraph_t graph, unsigned long long flags)
 {
     (void)flags;
     if (!pGraphExec)

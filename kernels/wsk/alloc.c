@@ -26,8 +26,8 @@ static void arena_release(void *ctx, void *base, uint64_t bytes)
     cudaFree(base);
 }
 
-void ws_init(struct ws_allocator *a, enum wsk_alloc_mode mode, uint64_t arena_initial_chunk,
-             cudaStream_t stream, struct wsk_error *err)
+void ws_init(struct ws_allocator *a, enum wsk_alloc_mode mode, uint64_t arena_initial_chunk, cudaStream_t stream,
+             struct wsk_error *err)
 {
     *a = (struct ws_allocator){.mode = mode, .stream = stream, .err = err};
     wsk_arena_init(&a->arena, arena_initial_chunk, arena_obtain, a);
@@ -69,15 +69,13 @@ static int device_alloc(struct ws_allocator *a, uint64_t bytes, void **out)
         return rc == WSK_ARENA_ETOOBIG ? cudaErrorMemoryAllocation : rc;
     }
     a->runtime_allocs++;
-    return a->mode == WSK_ALLOC_ASYNC ? cudaMallocAsync(out, bytes, a->stream)
-                                      : cudaMalloc(out, bytes);
+    return a->mode == WSK_ALLOC_ASYNC ? cudaMallocAsync(out, bytes, a->stream) : cudaMalloc(out, bytes);
 }
 
 /* The block planned for this allocation, if it is the same allocation the plan was made from:
  * same ordinal, node, class (and slot for workspace), and no larger than the block. */
-static const struct wsk_plan_block *planned_block(const struct ws_allocator *a, uint64_t seq,
-                                                  const char *node, enum ws_class cls,
-                                                  uint32_t slot, uint64_t bytes)
+static const struct wsk_plan_block *planned_block(const struct ws_allocator *a, uint64_t seq, const char *node,
+                                                  enum ws_class cls, uint32_t slot, uint64_t bytes)
 {
     const struct wsk_plan_block *b = a->plan ? wsk_plan_block(a->plan, seq) : NULL;
     if (!b || b->cls != cls || (cls == WS_WORKSPACE && b->slot != slot) || bytes > b->bytes ||
@@ -86,8 +84,7 @@ static const struct wsk_plan_block *planned_block(const struct ws_allocator *a, 
     return b;
 }
 
-int ws_alloc(struct ws_allocator *a, const char *node, enum ws_class cls, uint32_t slot,
-             uint64_t bytes, void **out)
+int ws_alloc(struct ws_allocator *a, const char *node, enum ws_class cls, uint32_t slot, uint64_t bytes, void **out)
 {
     *out = NULL;
     if (bytes == 0) /* nothing to hold; never reaches the runtime, on any device */
@@ -98,9 +95,7 @@ int ws_alloc(struct ws_allocator *a, const char *node, enum ws_class cls, uint32
         if (b) {
             *out = (char *)a->plan->backing + b->offset;
             a->planned++;
-            return remember(a, *out, bytes, true) == 0
-                       ? 0
-                       : wsk_fail(a->err, WSK_EXIT_FAIL, "wsk: out of host memory");
+            return remember(a, *out, bytes, true) == 0 ? 0 : wsk_fail(a->err, WSK_EXIT_FAIL, "wsk: out of host memory");
         }
         a->fallbacks++; /* and allocate on the fly */
     }
@@ -109,8 +104,8 @@ int ws_alloc(struct ws_allocator *a, const char *node, enum ws_class cls, uint32
         return wsk_fail(a->err, WSK_EXIT_FAIL, "wsk: out of host memory");
     if (rc == cudaErrorMemoryAllocation)
         return wsk_fail(a->err, WSK_EXIT_FAIL,
-                        "wsk: out of device memory in node %s (%s slot %" PRIu32 ", %" PRIu64
-                        " bytes)", node, class_names[cls], slot, bytes);
+                        "wsk: out of device memory in node %s (%s slot %" PRIu32 ", %" PRIu64 " bytes)", node,
+                        class_names[cls], slot, bytes);
     if (rc != cudaSuccess)
         return wsk_fail(a->err, WSK_EXIT_FAIL, "wsk: allocation failed in node %s: %s", node,
                         cudaGetErrorString((cudaError_t)rc));
@@ -132,9 +127,7 @@ int ws_free(struct ws_allocator *a, void *ptr)
         bool planned = a->live[i].planned;
         a->live[i] = a->live[--a->nlive];
         cudaError_t rc = planned ? cudaSuccess : device_free(a, ptr);
-        return rc == cudaSuccess ? 0
-                                 : wsk_fail(a->err, WSK_EXIT_FAIL, "wsk: free failed: %s",
-                                            cudaGetErrorString(rc));
+        return rc == cudaSuccess ? 0 : wsk_fail(a->err, WSK_EXIT_FAIL, "wsk: free failed: %s", cudaGetErrorString(rc));
     }
     return wsk_fail(a->err, WSK_EXIT_FAIL, "wsk: internal error: freeing an unknown buffer");
 }
@@ -155,18 +148,15 @@ void ws_release_all(struct ws_allocator *a)
     a->cap = 0;
 }
 
-int ws_alloc_persistent(struct ws_allocator *a, const char *node, const char *what,
-                        uint64_t bytes, void **out)
+int ws_alloc_persistent(struct ws_allocator *a, const char *node, const char *what, uint64_t bytes, void **out)
 {
     *out = NULL;
     cudaError_t rc = cudaMalloc(out, bytes ? bytes : 1);
     if (rc == cudaErrorMemoryAllocation)
         return wsk_fail(a->err, WSK_EXIT_FAIL,
-                        "wsk: out of device memory in node %s (persistent %s, %" PRIu64 " bytes)",
-                        node, what, bytes);
+                        "wsk: out of device memory in node %s (persistent %s, %" PRIu64 " bytes)", node, what, bytes);
     if (rc != cudaSuccess)
-        return wsk_fail(a->err, WSK_EXIT_FAIL, "wsk: cudaMalloc for %s of %s failed: %s", what,
-                        node,
+        return wsk_fail(a->err, WSK_EXIT_FAIL, "wsk: cudaMalloc for %s of %s failed: %s", what, node,
                         cudaGetErrorString(rc));
     return 0;
 }

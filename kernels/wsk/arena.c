@@ -14,16 +14,13 @@
 
 #include "wsk.h"
 
-void wsk_arena_init(struct wsk_arena *ar, uint64_t initial_chunk, wsk_region_obtain_fn obtain,
-                    void *ctx)
+void wsk_arena_init(struct wsk_arena *ar, uint64_t initial_chunk, wsk_region_obtain_fn obtain, void *ctx)
 {
-    *ar = (struct wsk_arena){.initial_chunk = initial_chunk, .obtain = obtain, .ctx = ctx,
-                             .unused = -1};
+    *ar = (struct wsk_arena){.initial_chunk = initial_chunk, .obtain = obtain, .ctx = ctx, .unused = -1};
 }
 
 /* A chunk entry (reused or new) with the given fields; -1 when host memory runs out. */
-static int32_t new_chunk(struct wsk_arena *ar, uintptr_t addr, uint64_t size, int32_t prev,
-                         int32_t next)
+static int32_t new_chunk(struct wsk_arena *ar, uintptr_t addr, uint64_t size, int32_t prev, int32_t next)
 {
     int32_t i = ar->unused;
     if (i >= 0) {
@@ -31,8 +28,7 @@ static int32_t new_chunk(struct wsk_arena *ar, uintptr_t addr, uint64_t size, in
     } else {
         if (ar->nchunks == ar->cap_chunks) {
             uint32_t cap = ar->cap_chunks ? 2 * ar->cap_chunks : 64;
-            struct wsk_arena_chunk *grown =
-                cap <= INT32_MAX ? realloc(ar->chunks, cap * sizeof *grown) : NULL;
+            struct wsk_arena_chunk *grown = cap <= INT32_MAX ? realloc(ar->chunks, cap * sizeof *grown) : NULL;
             if (!grown)
                 return -1;
             ar->chunks = grown;
@@ -40,8 +36,7 @@ static int32_t new_chunk(struct wsk_arena *ar, uintptr_t addr, uint64_t size, in
         }
         i = (int32_t)ar->nchunks++;
     }
-    ar->chunks[i] = (struct wsk_arena_chunk){.addr = addr, .size = size, .prev = prev,
-                                             .next = next, .valid = true};
+    ar->chunks[i] = (struct wsk_arena_chunk){.addr = addr, .size = size, .prev = prev, .next = next, .valid = true};
     return i;
 }
 
@@ -126,7 +121,7 @@ int wsk_arena_alloc(struct wsk_arena *ar, uint64_t bytes, void **out)
     if (rest > 0 && (ar->chunks[i].size / 2 >= rounded || rest >= WSK_ARENA_MAX_DEAD_BYTES)) {
         int32_t r = new_chunk(ar, ar->chunks[i].addr + rounded, rest, i, ar->chunks[i].next);
         if (r < 0)
-            return WSK_ARENA_ENOHOST; /* nothing changed yet: the chunk stays free */
+            return WSK_ARENA_ENOHOST;               /* nothing changed yet: the chunk stays free */
         struct wsk_arena_chunk *c = &ar->chunks[i]; /* new_chunk may have moved the array */
         if (c->next >= 0)
             ar->chunks[c->next].prev = r;

@@ -52,8 +52,7 @@ static int reexec_on_simulator(char **argv, struct wsk_error *err)
     if (sim_lib_dir(dir, sizeof dir, err) != 0)
         return -1;
     if (getenv(REEXEC_MARKER))
-        return wsk_fail(err, WSK_EXIT_FAIL,
-                        "wsk: --device sim: the simulated runtime was not loaded from %s", dir);
+        return wsk_fail(err, WSK_EXIT_FAIL, "wsk: --device sim: the simulated runtime was not loaded from %s", dir);
     const char *old = getenv("LD_LIBRARY_PATH");
     snprintf(path, sizeof path, "%s%s%s", dir, old && *old ? ":" : "", old ? old : "");
     if (setenv("LD_LIBRARY_PATH", path, 1) != 0 || setenv(REEXEC_MARKER, "1", 1) != 0)
@@ -70,11 +69,9 @@ int wsk_select_device(struct wsk_config *cfg, char **argv, struct wsk_error *err
     if (cfg->device == WSK_DEVICE_SIM)
         return simulated ? 0 : reexec_on_simulator(argv, err);
     if (!wsk_kernels_for(WSK_DEVICE_CUDA))
-        return wsk_fail(err, WSK_EXIT_USAGE,
-                        "wsk: --device cuda needs a build with nvcc (WSTRACE_CUDA=ON)");
+        return wsk_fail(err, WSK_EXIT_USAGE, "wsk: --device cuda needs a build with nvcc (WSTRACE_CUDA=ON)");
     if (simulated)
-        return wsk_fail(err, WSK_EXIT_USAGE,
-                        "wsk: --device cuda, but the CUDA runtime loaded is the simulated one");
+        return wsk_fail(err, WSK_EXIT_USAGE, "wsk: --device cuda, but the CUDA runtime loaded is the simulated one");
     if (real_gpu_count() < 1)
         return wsk_fail(err, WSK_EXIT_FAIL, "wsk: --device cuda: no CUDA device found");
     return 0;

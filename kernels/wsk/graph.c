@@ -45,13 +45,11 @@ static dim3 stride_grid(uint64_t n)
 
 static const dim3 threads_1d = {WSK_THREADS, 1, 1};
 
-static int launch(struct wsk_exec *x, const char *node, const void *fn, dim3 grid, dim3 block,
-                  void **args)
+static int launch(struct wsk_exec *x, const char *node, const void *fn, dim3 grid, dim3 block, void **args)
 {
     cudaError_t rc = cudaLaunchKernel(fn, grid, block, args, 0, x->stream);
     return rc == cudaSuccess ? 0
-                             : wsk_fail(x->err, WSK_EXIT_FAIL,
-                                        "wsk: kernel launch failed in node %s: %s", node,
+                             : wsk_fail(x->err, WSK_EXIT_FAIL, "wsk: kernel launch failed in node %s: %s", node,
                                         cudaGetErrorString(rc));
 }
 
@@ -88,20 +86,17 @@ static int op_embed(struct wsk_exec *x, const char *node, float **out)
     uint32_t M = x->batch, H = x->cfg->hidden;
     const int32_t *ids = x->model->ids;
     const float *table = x->model->embed;
-    cudaError_t up = cudaMemcpy(x->model->ids, x->ids_host, (uint64_t)M * sizeof(int32_t),
-                                cudaMemcpyHostToDevice);
+    cudaError_t up = cudaMemcpy(x->model->ids, x->ids_host, (uint64_t)M * sizeof(int32_t), cudaMemcpyHostToDevice);
     if (up != cudaSuccess)
-        return wsk_fail(x->err, WSK_EXIT_FAIL, "wsk: node %s: upload of the input ids failed: %s",
-                        node, cudaGetErrorString(up));
+        return wsk_fail(x->err, WSK_EXIT_FAIL, "wsk: node %s: upload of the input ids failed: %s", node,
+                        cudaGetErrorString(up));
     if (new_activation(x, node, (uint64_t)M * H, out) != 0)
         return -1;
     void *args[] = {out, &ids, &table, &M, &H};
-    return launch(x, node, x->kernels->embed, (dim3){ceil_div32(H, WSK_THREADS), M, 1},
-                  threads_1d, args);
+    return launch(x, node, x->kernels->embed, (dim3){ceil_div32(H, WSK_THREADS), M, 1}, threads_1d, args);
 }
 
-static int op_rmsnorm(struct wsk_exec *x, const char *node, const float *in, const float *gamma,
-                      float **out)
+static int op_rmsnorm(struct wsk_exec *x, const char *node, const float *in, const float *gamma, float **out)
 {
     uint32_t M = x->batch, H = x->cfg->hidden;
     float eps = RMS_EPS;
@@ -111,8 +106,8 @@ static int op_rmsnorm(struct wsk_exec *x, const char *node, const float *in, con
     return launch(x, node, x->kernels->rmsnorm, (dim3){M, 1, 1}, threads_1d, args);
 }
 
-static int op_binary(struct wsk_exec *x, const char *node, const void *fn, const float *a,
-                     const float *b, uint64_t n, float **out)
+static int op_binary(struct wsk_exec *x, const char *node, const void *fn, const float *a, const float *b, uint64_t n,
+                     float **out)
 {
     if (new_activation(x, node, n, out) != 0)
         return -1;
@@ -120,35 +115,28 @@ static int op_binary(struct wsk_exec *x, const char *node, const void *fn, const
     return launch(x, node, fn, stride_grid(n), threads_1d, args);
 }
 
-static int matmul_splitk(struct wsk_exec *x, const char *node, const struct wsk_qmatrix *q,
-                         const float *in, float **out, const struct wsk_matmul_kernel *k,
-                         uint64_t ws_bytes)
+static int matmul_splitk(struct wsk_exec *x, const char *node, const struct wsk_qmatrix *q, const float *in,
+                         float **out, const struct wsk_matmul_kernel *k, uint64_t ws_bytes)
 {
-    uint32_t M = x->batch, K = (uint32_t)q->attrs.K, N = (uint32_t)q->attrs.N,
-             split = k->split_k;
+    uint32_t M = x->batch, K = (uint32_t)q->attrs.K, N = (uint32_t)q->attrs.N, split = k->split_k;
     float *part;
     if (ws_alloc(x->alloc, node, WS_WORKSPACE, 0, ws_bytes, (void **)&part) != 0)
         return -1;
-    void *args[] = {&part, &in, (void *)&q->w, (void *)&q->scales, (void *)&q->zp, &M, &K, &N,
-                    &split};
+    void *args[] = {&part, &in, (void *)&q->w, (void *)&q->scales, (void *)&q->zp, &M, &K, &N, &split};
     void *reduce_args[] = {out, &part, &M, &N, &split};
-    int rc = launch(x, node, x->kernels->matmul_splitk,
-                    (dim3){ceil_div32(N, WSK_MATMUL_TILE_N), M, split},
+    int rc = launch(x, node, x->kernels->matmul_splitk, (dim3){ceil_div32(N, WSK_MATMUL_TILE_N), M, split},
                     (dim3){WSK_MATMUL_TILE_N, 1, 1}, args);
     if (rc == 0)
-        rc = launch(x, node, x->kernels->matmul_reduce, stride_grid((uint64_t)M * N),
-                    threads_1d, reduce_args);
+        rc = launch(x, node, x->kernels->matmul_reduce, stride_grid((uint64_t)M * N), threads_1d, reduce_args);
     return ws_free(x->alloc, part) | rc;
 }
 
-static int op_matmul(struct wsk_exec *x, const char *node, const struct wsk_qmatrix *q,
-                     const float *in, float **out)
+static int op_matmul(struct wsk_exec *x, const char *node, const struct wsk_qmatrix *q, const float *in, float **out)
 {
     uint32_t M = x->batch, K = (uint32_t)q->attrs.K, N = (uint32_t)q->attrs.N;
     struct wsk_matmul_kernel k;
     struct wsk_ws ws;
-    if (wsk_matmul_create(&q->attrs, M, &x->dev, &k) != WSK_OK ||
-        wsk_matmul_level2(&q->attrs, &k, M, &ws) != WSK_OK)
+    if (wsk_matmul_create(&q->attrs, M, &x->dev, &k) != WSK_OK || wsk_matmul_level2(&q->attrs, &k, M, &ws) != WSK_OK)
         return unavailable(x, node);
     declare(x, node, &ws);
     if (new_activation(x, node, (uint64_t)M * N, out) != 0)
@@ -156,8 +144,7 @@ static int op_matmul(struct wsk_exec *x, const char *node, const struct wsk_qmat
     if (k.tactic == WSK_MATMUL_SPLITK)
         return matmul_splitk(x, node, q, in, out, &k, ws.bytes[0]);
     void *args[] = {out, &in, (void *)&q->w, (void *)&q->scales, (void *)&q->zp, &M, &K, &N};
-    return launch(x, node, x->kernels->matmul_gemv,
-                  (dim3){ceil_div32(N, WSK_MATMUL_TILE_N), M, 1},
+    return launch(x, node, x->kernels->matmul_gemv, (dim3){ceil_div32(N, WSK_MATMUL_TILE_N), M, 1},
                   (dim3){WSK_MATMUL_TILE_N, 1, 1}, args);
 }
 
@@ -166,29 +153,27 @@ struct attn_io {
     float *k_cache, *v_cache;
 };
 
-static int attn_launches(struct wsk_exec *x, const char *node, const struct attn_io *io,
-                         float **out, float *o_part, float *lse, const struct wsk_attn_kernel *k)
+static int attn_launches(struct wsk_exec *x, const char *node, const struct attn_io *io, float **out, float *o_part,
+                         float *lse, const struct wsk_attn_kernel *k)
 {
-    uint32_t B = x->batch, heads = x->cfg->heads, D = x->cfg->head_dim, L = x->kv_len,
-             max_kv = x->cfg->max_kv_len, pos = L - 1, splits = k->splits,
-             per = k->blocks_per_split;
+    uint32_t B = x->batch, heads = x->cfg->heads, D = x->cfg->head_dim, L = x->kv_len, max_kv = x->cfg->max_kv_len,
+             pos = L - 1, splits = k->splits, per = k->blocks_per_split;
     dim3 block = {128, 1, 1};
-    void *append[] = {(void *)&io->k_cache, (void *)&io->v_cache, (void *)&io->k, (void *)&io->v,
-                      &B, &heads, &D, &pos, &max_kv};
-    void *split[] = {out, &o_part, &lse, (void *)&io->q, (void *)&io->k_cache,
-                     (void *)&io->v_cache, &B, &heads, &D, &L, &max_kv, &splits, &per};
+    void *append[] = {
+        (void *)&io->k_cache, (void *)&io->v_cache, (void *)&io->k, (void *)&io->v, &B, &heads, &D, &pos, &max_kv};
+    void *split[] = {
+        out,     &o_part, &lse, (void *)&io->q, (void *)&io->k_cache, (void *)&io->v_cache, &B, &heads, &D, &L,
+        &max_kv, &splits, &per};
     void *combine[] = {out, &o_part, &lse, &B, &heads, &D, &splits};
     if (launch(x, node, x->kernels->kv_append, (dim3){B * heads, 1, 1}, block, append) != 0 ||
         launch(x, node, x->kernels->attn_split, (dim3){B * heads, splits, 1}, block, split) != 0)
         return -1;
     if (splits > 1)
-        return launch(x, node, x->kernels->attn_combine, (dim3){B * heads, 1, 1}, block,
-                      combine);
+        return launch(x, node, x->kernels->attn_combine, (dim3){B * heads, 1, 1}, block, combine);
     return 0;
 }
 
-static int op_attention(struct wsk_exec *x, const char *node, const struct attn_io *io,
-                        float **out)
+static int op_attention(struct wsk_exec *x, const char *node, const struct attn_io *io, float **out)
 {
     struct wsk_attn_attrs at = {x->cfg->heads, x->cfg->head_dim};
     struct wsk_attn_kernel k;
@@ -216,11 +201,9 @@ static int fetch_outputs(struct wsk_exec *x, const char *node, const float *logi
         rc = cudaMemcpy(x->logits_host, logits, (uint64_t)x->batch * x->cfg->vocab * sizeof(float),
                         cudaMemcpyDeviceToHost);
     if (rc == cudaSuccess)
-        rc = cudaMemcpy(x->tokens_host, x->model->tokens, (uint64_t)x->batch * sizeof(int32_t),
-                        cudaMemcpyDeviceToHost);
+        rc = cudaMemcpy(x->tokens_host, x->model->tokens, (uint64_t)x->batch * sizeof(int32_t), cudaMemcpyDeviceToHost);
     return rc == cudaSuccess ? 0
-                             : wsk_fail(x->err, WSK_EXIT_FAIL, "wsk: node %s failed: %s", node,
-                                        cudaGetErrorString(rc));
+                             : wsk_fail(x->err, WSK_EXIT_FAIL, "wsk: node %s failed: %s", node, cudaGetErrorString(rc));
 }
 
 /* Writes the tokens to the persistent output buffer and copies logits and tokens to the host. */
@@ -261,17 +244,17 @@ static int layer(struct wsk_exec *x, uint32_t l, float **xp)
     const struct wsk_layer *L = &x->model->layers[l];
     const struct wsk_config *c = x->cfg;
     char n[WSK_NODE_NAME];
-    float *ln1 = NULL, *q = NULL, *k = NULL, *v = NULL, *att = NULL, *o = NULL, *x2 = NULL,
-          *ln2 = NULL, *g = NULL, *u = NULL, *h = NULL, *d = NULL, *x3 = NULL;
+    float *ln1 = NULL, *q = NULL, *k = NULL, *v = NULL, *att = NULL, *o = NULL, *x2 = NULL, *ln2 = NULL, *g = NULL,
+          *u = NULL, *h = NULL, *d = NULL, *x3 = NULL;
     uint64_t rows = x->batch, inter = (uint64_t)rows * c->intermediate;
     int rc = 0;
-#define NODE(which, body)                                                                        \
-    do {                                                                                         \
-        if (rc != 0)                                                                             \
-            break;                                                                               \
-        nvtxRangePushA(wsk_layer_node_name(n, l, which));                                       \
-        rc = (body);                                                                             \
-        nvtxRangePop();                                                                          \
+#define NODE(which, body)                                                                                              \
+    do {                                                                                                               \
+        if (rc != 0)                                                                                                   \
+            break;                                                                                                     \
+        nvtxRangePushA(wsk_layer_node_name(n, l, which));                                                              \
+        rc = (body);                                                                                                   \
+        nvtxRangePop();                                                                                                \
     } while (0)
     NODE(WSK_NODE_LN1, op_rmsnorm(x, n, *xp, L->ln1, &ln1));
     NODE(WSK_NODE_Q_PROJ, op_matmul(x, n, &L->q, ln1, &q));
@@ -280,18 +263,16 @@ static int layer(struct wsk_exec *x, uint32_t l, float **xp)
     struct attn_io io = {q, k, v, L->k_cache, L->v_cache};
     NODE(WSK_NODE_ATTENTION, op_attention(x, n, &io, &att) || release(x, q, k, v));
     NODE(WSK_NODE_O_PROJ, op_matmul(x, n, &L->o, att, &o) || release(x, att, NULL, NULL));
-    NODE(WSK_NODE_ATTN_ADD, op_binary(x, n, x->kernels->add, *xp, o, rows * c->hidden, &x2) ||
-                                release(x, *xp, o, NULL));
+    NODE(WSK_NODE_ATTN_ADD,
+         op_binary(x, n, x->kernels->add, *xp, o, rows * c->hidden, &x2) || release(x, *xp, o, NULL));
     if (rc == 0)
         *xp = x2;
     NODE(WSK_NODE_LN2, op_rmsnorm(x, n, x2, L->ln2, &ln2));
     NODE(WSK_NODE_GATE_PROJ, op_matmul(x, n, &L->gate, ln2, &g));
     NODE(WSK_NODE_UP_PROJ, op_matmul(x, n, &L->up, ln2, &u) || release(x, ln2, NULL, NULL));
-    NODE(WSK_NODE_SILU_MUL, op_binary(x, n, x->kernels->silu_mul, g, u, inter, &h) ||
-                                release(x, g, u, NULL));
+    NODE(WSK_NODE_SILU_MUL, op_binary(x, n, x->kernels->silu_mul, g, u, inter, &h) || release(x, g, u, NULL));
     NODE(WSK_NODE_DOWN_PROJ, op_matmul(x, n, &L->down, h, &d) || release(x, h, NULL, NULL));
-    NODE(WSK_NODE_MLP_ADD, op_binary(x, n, x->kernels->add, x2, d, rows * c->hidden, &x3) ||
-                               release(x, x2, d, NULL));
+    NODE(WSK_NODE_MLP_ADD, op_binary(x, n, x->kernels->add, x2, d, rows * c->hidden, &x3) || release(x, x2, d, NULL));
 #undef NODE
     if (rc == 0)
         *xp = x3;
@@ -302,13 +283,11 @@ static int head(struct wsk_exec *x, float *xs)
 {
     float *xn = NULL, *logits = NULL;
     nvtxRangePushA(WSK_NODE_NORM_NAME);
-    int rc = op_rmsnorm(x, WSK_NODE_NORM_NAME, xs, x->model->norm, &xn) ||
-             release(x, xs, NULL, NULL);
+    int rc = op_rmsnorm(x, WSK_NODE_NORM_NAME, xs, x->model->norm, &xn) || release(x, xs, NULL, NULL);
     nvtxRangePop();
     if (rc == 0) {
         nvtxRangePushA(WSK_NODE_LM_HEAD_NAME);
-        rc = op_matmul(x, WSK_NODE_LM_HEAD_NAME, &x->model->lm_head, xn, &logits) ||
-             release(x, xn, NULL, NULL);
+        rc = op_matmul(x, WSK_NODE_LM_HEAD_NAME, &x->model->lm_head, xn, &logits) || release(x, xn, NULL, NULL);
         nvtxRangePop();
     }
     if (rc == 0) {
@@ -342,26 +321,17 @@ static void estimate(const char *node, enum wsk_status st, const struct wsk_ws *
         wstrace_estimate_workspace(node, i, ws->bytes[i]);
 }
 
-static bool layer_matmul(const struct wsk_config *c, enum wsk_layer_node node,
-                         struct wsk_matmul_attrs *a)
+static bool layer_matmul(const struct wsk_config *c, enum wsk_layer_node node, struct wsk_matmul_attrs *a)
 {
     uint64_t attn = (uint64_t)c->heads * c->head_dim;
     switch (node) {
     case WSK_NODE_Q_PROJ:
     case WSK_NODE_K_PROJ:
-    case WSK_NODE_V_PROJ:
-        *a = (struct wsk_matmul_attrs){c->hidden, attn, false};
-        return true;
-    case WSK_NODE_O_PROJ:
-        *a = (struct wsk_matmul_attrs){attn, c->hidden, false};
-        return true;
+    case WSK_NODE_V_PROJ: *a = (struct wsk_matmul_attrs){c->hidden, attn, false}; return true;
+    case WSK_NODE_O_PROJ: *a = (struct wsk_matmul_attrs){attn, c->hidden, false}; return true;
     case WSK_NODE_GATE_PROJ:
-    case WSK_NODE_UP_PROJ:
-        *a = (struct wsk_matmul_attrs){c->hidden, c->intermediate, true};
-        return true;
-    case WSK_NODE_DOWN_PROJ:
-        *a = (struct wsk_matmul_attrs){c->intermediate, c->hidden, true};
-        return true;
+    case WSK_NODE_UP_PROJ: *a = (struct wsk_matmul_attrs){c->hidden, c->intermediate, true}; return true;
+    case WSK_NODE_DOWN_PROJ: *a = (struct wsk_matmul_attrs){c->intermediate, c->hidden, true}; return true;
     default: return false;
     }
 }

@@ -31,13 +31,11 @@ static void next_ids(struct outputs *o, const struct wsk_config *c, uint32_t bat
 {
     for (uint32_t b = 0; b < batch; b++) {
         uint64_t st = c->seed ^ (0x5bd1e995ull * (b + 1));
-        o->ids[b] = b < o->prev_batch ? o->prev_tokens[b]
-                                      : (int32_t)(wsk_rand(&st) % c->vocab);
+        o->ids[b] = b < o->prev_batch ? o->prev_tokens[b] : (int32_t)(wsk_rand(&st) % c->vocab);
     }
 }
 
-static void record_outputs(struct outputs *o, const struct wsk_config *c, uint32_t run,
-                           uint32_t batch, const char *key)
+static void record_outputs(struct outputs *o, const struct wsk_config *c, uint32_t run, uint32_t batch, const char *key)
 {
     uint64_t nlogits = (uint64_t)batch * c->vocab;
     fnv1a(&o->checksum, o->tokens, batch * sizeof(int32_t));
@@ -53,8 +51,8 @@ static void record_outputs(struct outputs *o, const struct wsk_config *c, uint32
     for (uint32_t b = 0; b < batch; b++)
         fprintf(o->dump, "token %" PRIu32 " %" PRIu32 " %" PRId32 "\n", run, b, o->tokens[b]);
     for (uint64_t i = 0; i < nlogits; i++) /* %.9g: the float exactly */
-        fprintf(o->dump, "logit %" PRIu32 " %" PRIu64 " %" PRIu64 " %.9g\n", run, i / c->vocab,
-                i % c->vocab, (double)o->logits[i]);
+        fprintf(o->dump, "logit %" PRIu32 " %" PRIu64 " %" PRIu64 " %.9g\n", run, i / c->vocab, i % c->vocab,
+                (double)o->logits[i]);
 }
 
 static int outputs_open(struct outputs *o, const struct wsk_config *c, struct wsk_error *err)
@@ -105,13 +103,11 @@ static const char *const alloc_names[] = {"dynamic", "async", "plan", "arena"};
 
 static void shape_key(const struct wsk_config *c, uint32_t run, char *key, size_t size)
 {
-    snprintf(key, size, "batch=%" PRIu32 ",kv=%" PRIu32, c->batch[run % c->nbatch],
-             c->kv_len[run % c->nkv_len]);
+    snprintf(key, size, "batch=%" PRIu32 ",kv=%" PRIu32, c->batch[run % c->nbatch], c->kv_len[run % c->nkv_len]);
 }
 
 /* A plan for none of this workload's shape keys was made for another program: refuse it. */
-static int check_plans_match(const struct wsk_config *c, struct wsk_plans *plans,
-                             struct wsk_error *err)
+static int check_plans_match(const struct wsk_config *c, struct wsk_plans *plans, struct wsk_error *err)
 {
     char key[64];
     for (uint32_t r = 0; r < c->runs; r++) {
@@ -120,8 +116,10 @@ static int check_plans_match(const struct wsk_config *c, struct wsk_plans *plans
             return 0;
     }
     shape_key(c, 0, key, sizeof key);
-    return wsk_fail(err, WSK_EXIT_USAGE, "wsk: --plan %s has no plan for this workload's shape "
-                    "keys (e.g. %s)", c->plan_path, key);
+    return wsk_fail(err, WSK_EXIT_USAGE,
+                    "wsk: --plan %s has no plan for this workload's shape "
+                    "keys (e.g. %s)",
+                    c->plan_path, key);
 }
 
 /* The plan of this run.  The one backing buffer, as large as the largest plan, is allocated at
@@ -140,8 +138,10 @@ static int plan_for_run(struct wsk_exec *x, const char *key, const struct wsk_pl
         cudaError_t rc = cudaMalloc(&all->backing, all->backing_bytes);
         x->alloc->runtime_allocs++;
         if (rc == cudaErrorMemoryAllocation)
-            return wsk_fail(x->err, WSK_EXIT_FAIL, "wsk: out of device memory allocating the planned "
-                            "buffer (%" PRIu64 " bytes)", all->backing_bytes);
+            return wsk_fail(x->err, WSK_EXIT_FAIL,
+                            "wsk: out of device memory allocating the planned "
+                            "buffer (%" PRIu64 " bytes)",
+                            all->backing_bytes);
         if (rc != cudaSuccess)
             return wsk_fail(x->err, WSK_EXIT_FAIL, "wsk: cudaMalloc of the planned buffer failed: %s",
                             cudaGetErrorString(rc));
@@ -181,11 +181,10 @@ static void describe(const struct wsk_config *c, const struct wsk_device *dev)
     snprintf(text, sizeof text,
              "layers=%u hidden=%u heads=%u head_dim=%u intermediate=%u vocab=%u "
              "max_kv_len=%u runs=%u seed=%" PRIu64 " sm_count=%u",
-             c->layers, c->hidden, c->heads, c->head_dim, c->intermediate, c->vocab,
-             c->max_kv_len, c->runs, c->seed, dev->sm_count);
-    printf("wsk: device %s, %s, alloc %s, l1 %s\n", c->device == WSK_DEVICE_CUDA ? "cuda" : "sim",
-           text, alloc_names[c->alloc],
-           c->l1 == WSK_L1_ENVELOPE ? "envelope" : "max-shape");
+             c->layers, c->hidden, c->heads, c->head_dim, c->intermediate, c->vocab, c->max_kv_len, c->runs, c->seed,
+             dev->sm_count);
+    printf("wsk: device %s, %s, alloc %s, l1 %s\n", c->device == WSK_DEVICE_CUDA ? "cuda" : "sim", text,
+           alloc_names[c->alloc], c->l1 == WSK_L1_ENVELOPE ? "envelope" : "max-shape");
     wstrace_metadata("wsk.config", text);
     wstrace_metadata("wsk.device", c->device == WSK_DEVICE_CUDA ? "cuda" : "sim");
     wstrace_metadata("wsk.alloc", alloc_names[c->alloc]);
@@ -200,21 +199,18 @@ static int device_info(const struct wsk_config *c, struct wsk_device *dev, struc
         return 0;
     cudaError_t rc = cudaGetDeviceProperties(&prop, 0);
     if (rc != cudaSuccess)
-        return wsk_fail(err, WSK_EXIT_FAIL, "wsk: cudaGetDeviceProperties: %s",
-                        cudaGetErrorString(rc));
+        return wsk_fail(err, WSK_EXIT_FAIL, "wsk: cudaGetDeviceProperties: %s", cudaGetErrorString(rc));
     dev->sm_count = prop.multiProcessorCount > 0 ? (uint32_t)prop.multiProcessorCount : 1;
     return 0;
 }
 
-static void finish(const struct outputs *o, const struct ws_allocator *a,
-                   const struct wsk_config *c, bool ok)
+static void finish(const struct outputs *o, const struct ws_allocator *a, const struct wsk_config *c, bool ok)
 {
     char text[32];
     if (!ok)
         return;
     if (c->alloc == WSK_ALLOC_PLAN) {
-        printf("plan: %" PRIu64 " planned allocations, %" PRIu64 " fallbacks\n", a->planned,
-               a->fallbacks);
+        printf("plan: %" PRIu64 " planned allocations, %" PRIu64 " fallbacks\n", a->planned, a->fallbacks);
         snprintf(text, sizeof text, "%" PRIu64, a->planned);
         wstrace_metadata("planned_allocations", text);
         snprintf(text, sizeof text, "%" PRIu64, a->fallbacks);
@@ -222,8 +218,8 @@ static void finish(const struct outputs *o, const struct ws_allocator *a,
     }
     if (c->alloc == WSK_ALLOC_ARENA) {
         const struct wsk_arena_stats *st = &a->arena.stats;
-        printf("arena: %" PRIu32 " regions, %" PRIu64 " bytes reserved, peak in use %" PRIu64
-               " bytes\n", st->regions, st->reserved_bytes, st->peak_in_use_bytes);
+        printf("arena: %" PRIu32 " regions, %" PRIu64 " bytes reserved, peak in use %" PRIu64 " bytes\n", st->regions,
+               st->reserved_bytes, st->peak_in_use_bytes);
         snprintf(text, sizeof text, "%" PRIu64, st->reserved_bytes);
         wstrace_metadata("arena_reserved_bytes", text);
         snprintf(text, sizeof text, "%" PRIu32, st->regions);
@@ -262,10 +258,17 @@ static int session(struct wsk_config *c, struct wsk_error *err)
     if (rc == 0) {
         printf("persistent bytes %" PRIu64 "\n", model.persistent_bytes);
         wsk_declare_level1(c, &x.dev);
-        x = (struct wsk_exec){.cfg = c, .model = &model, .kernels = x.kernels, .dev = x.dev,
-                              .alloc = &alloc, .stream = stream, .err = err,
-                              .ids_host = out.ids, .logits_host = out.logits,
-                              .tokens_host = out.tokens, .plans = c->plan_path ? &plans : NULL};
+        x = (struct wsk_exec){.cfg = c,
+                              .model = &model,
+                              .kernels = x.kernels,
+                              .dev = x.dev,
+                              .alloc = &alloc,
+                              .stream = stream,
+                              .err = err,
+                              .ids_host = out.ids,
+                              .logits_host = out.logits,
+                              .tokens_host = out.tokens,
+                              .plans = c->plan_path ? &plans : NULL};
         rc = run_all(&x, &out);
     }
     ws_release_all(&alloc);

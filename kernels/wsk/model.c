@@ -16,10 +16,7 @@ uint64_t wsk_rand(uint64_t *state)
     return z ^ (z >> 31);
 }
 
-static float rand_unit(uint64_t *state) /* [0, 1) */
-{
-    return (float)(wsk_rand(state) >> 40) / (float)(1u << 24);
-}
+static float rand_unit(uint64_t *state) /* [0, 1) */ { return (float)(wsk_rand(state) >> 40) / (float)(1u << 24); }
 
 /* One independent stream per tensor, so that adding a tensor does not shift the others. */
 static uint64_t tensor_stream(uint64_t seed, uint64_t tensor)
@@ -49,8 +46,7 @@ struct builder {
     uint64_t seed, tensor; /* next tensor's number */
 };
 
-static int upload(struct builder *b, const char *node, const char *what, const void *host,
-                  uint64_t bytes, void **dev)
+static int upload(struct builder *b, const char *node, const char *what, const void *host, uint64_t bytes, void **dev)
 {
     if (ws_alloc_persistent(b->a, node, what, bytes, dev) != 0)
         return -1;
@@ -59,14 +55,14 @@ static int upload(struct builder *b, const char *node, const char *what, const v
         return wsk_fail(b->a->err, WSK_EXIT_FAIL, "wsk: out of host memory");
     }
     cudaError_t rc = host ? cudaMemcpy(*dev, host, bytes, cudaMemcpyHostToDevice) : cudaSuccess;
-    return rc == cudaSuccess ? 0
-                             : wsk_fail(b->a->err, WSK_EXIT_FAIL, "wsk: upload of %s failed: %s",
-                                        node, cudaGetErrorString(rc));
+    return rc == cudaSuccess
+               ? 0
+               : wsk_fail(b->a->err, WSK_EXIT_FAIL, "wsk: upload of %s failed: %s", node, cudaGetErrorString(rc));
 }
 
 /* count floats uniform in [center - spread, center + spread). */
-static int make_floats(struct builder *b, const char *node, const char *what, uint64_t count,
-                       float center, float spread, float **dev)
+static int make_floats(struct builder *b, const char *node, const char *what, uint64_t count, float center,
+                       float spread, float **dev)
 {
     float *host = malloc(count * sizeof *host);
     if (!host)
@@ -79,8 +75,8 @@ static int make_floats(struct builder *b, const char *node, const char *what, ui
     return rc;
 }
 
-static int make_bytes(struct builder *b, const char *node, const char *what, uint64_t count,
-                      uint8_t lo_nibble_min, uint8_t nibble_range, uint8_t **dev)
+static int make_bytes(struct builder *b, const char *node, const char *what, uint64_t count, uint8_t lo_nibble_min,
+                      uint8_t nibble_range, uint8_t **dev)
 {
     uint8_t *host = malloc(count ? count : 1);
     if (!host)
@@ -98,8 +94,7 @@ static int make_bytes(struct builder *b, const char *node, const char *what, uin
 }
 
 /* Scales keep a dot product of K unit-size inputs with 4-bit weights near unit size. */
-static int make_qmatrix(struct builder *b, const char *node, uint64_t K, uint64_t N, bool zp,
-                        struct wsk_qmatrix *q)
+static int make_qmatrix(struct builder *b, const char *node, uint64_t K, uint64_t N, bool zp, struct wsk_qmatrix *q)
 {
     uint64_t wbytes, nscales, zbytes;
     q->attrs = (struct wsk_matmul_attrs){K, N, zp};
@@ -113,8 +108,7 @@ static int make_qmatrix(struct builder *b, const char *node, uint64_t K, uint64_
     return zp ? make_bytes(b, node, "zero points", zbytes, 6, 4, &q->zp) : 0;
 }
 
-static int make_layer(struct builder *b, const struct wsk_config *c, uint32_t l,
-                      struct wsk_layer *L)
+static int make_layer(struct builder *b, const struct wsk_config *c, uint32_t l, struct wsk_layer *L)
 {
     char n[WSK_NODE_NAME];
     uint64_t attn = (uint64_t)c->heads * c->head_dim;
@@ -134,13 +128,10 @@ static int make_layer(struct builder *b, const struct wsk_config *c, uint32_t l,
         {WSK_NODE_DOWN_PROJ, c->intermediate, c->hidden, true, &L->down},
     };
     for (size_t i = 0; i < sizeof mats / sizeof mats[0]; i++)
-        if (make_qmatrix(b, wsk_layer_node_name(n, l, mats[i].node), mats[i].K, mats[i].N,
-                         mats[i].zp, mats[i].q) != 0)
+        if (make_qmatrix(b, wsk_layer_node_name(n, l, mats[i].node), mats[i].K, mats[i].N, mats[i].zp, mats[i].q) != 0)
             return -1;
-    if (make_floats(b, wsk_layer_node_name(n, l, WSK_NODE_LN1), "gamma", c->hidden, 1.0f, 0.1f,
-                    &L->ln1) != 0 ||
-        make_floats(b, wsk_layer_node_name(n, l, WSK_NODE_LN2), "gamma", c->hidden, 1.0f, 0.1f,
-                    &L->ln2) != 0)
+    if (make_floats(b, wsk_layer_node_name(n, l, WSK_NODE_LN1), "gamma", c->hidden, 1.0f, 0.1f, &L->ln1) != 0 ||
+        make_floats(b, wsk_layer_node_name(n, l, WSK_NODE_LN2), "gamma", c->hidden, 1.0f, 0.1f, &L->ln2) != 0)
         return -1;
     wsk_layer_node_name(n, l, WSK_NODE_ATTENTION);
     return make_floats(b, n, "key cache", cache, 0.0f, 1.0f, &L->k_cache) ||
@@ -155,10 +146,9 @@ int wsk_model_create(struct wsk_model *m, const struct wsk_config *c, struct ws_
     m->layers = calloc(c->layers, sizeof *m->layers);
     if (!m->layers)
         return wsk_fail(a->err, WSK_EXIT_FAIL, "wsk: out of host memory");
-    if (make_floats(&b, WSK_NODE_EMBED_NAME, "embedding table", (uint64_t)c->vocab * c->hidden,
-                    0.0f, 1.0f, &m->embed) != 0 ||
-        upload(&b, WSK_NODE_EMBED_NAME, "input ids", NULL, maxb * sizeof(int32_t),
-               (void **)&m->ids) != 0)
+    if (make_floats(&b, WSK_NODE_EMBED_NAME, "embedding table", (uint64_t)c->vocab * c->hidden, 0.0f, 1.0f,
+                    &m->embed) != 0 ||
+        upload(&b, WSK_NODE_EMBED_NAME, "input ids", NULL, maxb * sizeof(int32_t), (void **)&m->ids) != 0)
         return -1;
     for (uint32_t l = 0; l < c->layers; l++)
         if (make_layer(&b, c, l, &m->layers[l]) != 0)
@@ -166,8 +156,7 @@ int wsk_model_create(struct wsk_model *m, const struct wsk_config *c, struct ws_
     if (make_floats(&b, WSK_NODE_NORM_NAME, "gamma", c->hidden, 1.0f, 0.1f, &m->norm) != 0 ||
         make_qmatrix(&b, WSK_NODE_LM_HEAD_NAME, c->hidden, c->vocab, true, &m->lm_head) != 0)
         return -1;
-    return upload(&b, WSK_NODE_ARGMAX_NAME, "output tokens", NULL, maxb * sizeof(int32_t),
-                  (void **)&m->tokens);
+    return upload(&b, WSK_NODE_ARGMAX_NAME, "output tokens", NULL, maxb * sizeof(int32_t), (void **)&m->tokens);
 }
 
 void wsk_model_destroy(struct wsk_model *m)

@@ -75,14 +75,12 @@ static int parse_u32(const char *opt, const char *text, uint32_t *out, struct ws
 {
     uint64_t v;
     if (parse_u64(text, UINT32_MAX, &v) != 0)
-        return wsk_fail(err, WSK_EXIT_USAGE, "wsk: %s: '%s' is not a number from 0 to %" PRIu32,
-                        opt, text, UINT32_MAX);
+        return wsk_fail(err, WSK_EXIT_USAGE, "wsk: %s: '%s' is not a number from 0 to %" PRIu32, opt, text, UINT32_MAX);
     *out = (uint32_t)v;
     return 0;
 }
 
-static int parse_list(const char *opt, const char *text, uint32_t *vals, uint32_t *n,
-                      struct wsk_error *err)
+static int parse_list(const char *opt, const char *text, uint32_t *vals, uint32_t *n, struct wsk_error *err)
 {
     char buf[256];
     if (strlen(text) >= sizeof buf)
@@ -127,25 +125,41 @@ static void set_defaults(struct wsk_config *c)
 
 enum {
     OPT_HEAD_DIM = 256, /* above every short option character */
-    OPT_MAX_KV, OPT_SM_COUNT, OPT_L1, OPT_ALLOC, OPT_DEVICE, OPT_DUMP, OPT_PLAN, OPT_ARENA_CHUNK
+    OPT_MAX_KV,
+    OPT_SM_COUNT,
+    OPT_L1,
+    OPT_ALLOC,
+    OPT_DEVICE,
+    OPT_DUMP,
+    OPT_PLAN,
+    OPT_ARENA_CHUNK
 };
 
 static const struct option long_options[] = {
-    {"layers", required_argument, 0, 'l'},     {"hidden", required_argument, 0, 'H'},
-    {"heads", required_argument, 0, 'n'},      {"head-dim", required_argument, 0, OPT_HEAD_DIM},
-    {"intermediate", required_argument, 0, 'i'}, {"vocab", required_argument, 0, 'v'},
-    {"batch", required_argument, 0, 'b'},      {"kv-len", required_argument, 0, 'k'},
-    {"max-kv-len", required_argument, 0, OPT_MAX_KV}, {"runs", required_argument, 0, 'r'},
-    {"seed", required_argument, 0, 's'},       {"sm-count", required_argument, 0, OPT_SM_COUNT},
-    {"l1", required_argument, 0, OPT_L1},      {"alloc", required_argument, 0, OPT_ALLOC},
-    {"device", required_argument, 0, OPT_DEVICE}, {"dump", required_argument, 0, OPT_DUMP},
+    {"layers", required_argument, 0, 'l'},
+    {"hidden", required_argument, 0, 'H'},
+    {"heads", required_argument, 0, 'n'},
+    {"head-dim", required_argument, 0, OPT_HEAD_DIM},
+    {"intermediate", required_argument, 0, 'i'},
+    {"vocab", required_argument, 0, 'v'},
+    {"batch", required_argument, 0, 'b'},
+    {"kv-len", required_argument, 0, 'k'},
+    {"max-kv-len", required_argument, 0, OPT_MAX_KV},
+    {"runs", required_argument, 0, 'r'},
+    {"seed", required_argument, 0, 's'},
+    {"sm-count", required_argument, 0, OPT_SM_COUNT},
+    {"l1", required_argument, 0, OPT_L1},
+    {"alloc", required_argument, 0, OPT_ALLOC},
+    {"device", required_argument, 0, OPT_DEVICE},
+    {"dump", required_argument, 0, OPT_DUMP},
     {"plan", required_argument, 0, OPT_PLAN},
     {"arena-initial-chunk", required_argument, 0, OPT_ARENA_CHUNK},
-    {"help", no_argument, 0, 'h'},             {0, 0, 0, 0},
+    {"help", no_argument, 0, 'h'},
+    {0, 0, 0, 0},
 };
 
-static int parse_choice(const char *opt, const char *text, const char *const *names, int n,
-                        int *out, struct wsk_error *err)
+static int parse_choice(const char *opt, const char *text, const char *const *names, int n, int *out,
+                        struct wsk_error *err)
 {
     for (int i = 0; i < n; i++)
         if (strcmp(text, names[i]) == 0)
@@ -195,9 +209,10 @@ static int apply_option(int c, const char *arg, struct wsk_config *cfg, struct w
         /* a multiple of 256 keeps every chunk aligned; the bound keeps doubling in 64 bits */
         if (parse_u64(arg, WSK_ARENA_MAX_INITIAL_CHUNK, &cfg->arena_initial_chunk) != 0 ||
             cfg->arena_initial_chunk == 0 || cfg->arena_initial_chunk % WSK_ARENA_ALIGN != 0)
-            return wsk_fail(err, WSK_EXIT_USAGE, "wsk: --arena-initial-chunk: '%s' is not a "
-                            "multiple of 256 from 256 to %llu", arg,
-                            (unsigned long long)WSK_ARENA_MAX_INITIAL_CHUNK);
+            return wsk_fail(err, WSK_EXIT_USAGE,
+                            "wsk: --arena-initial-chunk: '%s' is not a "
+                            "multiple of 256 from 256 to %llu",
+                            arg, (unsigned long long)WSK_ARENA_MAX_INITIAL_CHUNK);
         cfg->arena_initial_chunk_set = true;
         return 0;
     default: return wsk_fail(err, WSK_EXIT_USAGE, "wsk: unknown option (see wsk --help)");
@@ -220,10 +235,18 @@ static int check_positive(const char *opt, uint64_t v, struct wsk_error *err)
 /* Sizes the kernels cannot take, or whose byte counts would not fit: rejected up front. */
 static int check_sizes(const struct wsk_config *c, struct wsk_error *err)
 {
-    const struct { const char *name; uint64_t v; } dims[] = {
-        {"--layers", c->layers},   {"--hidden", c->hidden},     {"--heads", c->heads},
-        {"--head-dim", c->head_dim}, {"--intermediate", c->intermediate},
-        {"--vocab", c->vocab},     {"--max-kv-len", c->max_kv_len}, {"--runs", c->runs},
+    const struct {
+        const char *name;
+        uint64_t v;
+    } dims[] = {
+        {"--layers", c->layers},
+        {"--hidden", c->hidden},
+        {"--heads", c->heads},
+        {"--head-dim", c->head_dim},
+        {"--intermediate", c->intermediate},
+        {"--vocab", c->vocab},
+        {"--max-kv-len", c->max_kv_len},
+        {"--runs", c->runs},
     };
     for (size_t i = 0; i < sizeof dims / sizeof dims[0]; i++)
         if (check_positive(dims[i].name, dims[i].v, err))
@@ -235,16 +258,15 @@ static int check_sizes(const struct wsk_config *c, struct wsk_error *err)
         if (check_positive("--kv-len", c->kv_len[i], err))
             return -1;
         if (c->kv_len[i] > c->max_kv_len)
-            return wsk_fail(err, WSK_EXIT_USAGE, "wsk: --kv-len %" PRIu32
-                            " is larger than --max-kv-len %" PRIu32, c->kv_len[i], c->max_kv_len);
+            return wsk_fail(err, WSK_EXIT_USAGE, "wsk: --kv-len %" PRIu32 " is larger than --max-kv-len %" PRIu32,
+                            c->kv_len[i], c->max_kv_len);
     }
     if ((c->alloc == WSK_ALLOC_PLAN) != (c->plan_path != NULL))
         return wsk_fail(err, WSK_EXIT_USAGE, "wsk: --alloc plan and --plan TRACE go together");
     if (c->arena_initial_chunk_set && c->alloc != WSK_ALLOC_ARENA)
         return wsk_fail(err, WSK_EXIT_USAGE, "wsk: --arena-initial-chunk needs --alloc arena");
     if (c->head_dim > WSK_ATTN_MAX_HEAD_DIM)
-        return wsk_fail(err, WSK_EXIT_USAGE, "wsk: --head-dim must be at most %u",
-                        WSK_ATTN_MAX_HEAD_DIM);
+        return wsk_fail(err, WSK_EXIT_USAGE, "wsk: --head-dim must be at most %u", WSK_ATTN_MAX_HEAD_DIM);
     if (wsk_max_batch(c) > 65535) /* a grid dimension of the kernels */
         return wsk_fail(err, WSK_EXIT_USAGE, "wsk: --batch must be at most 65535");
     if (c->vocab > INT32_MAX)
@@ -258,8 +280,7 @@ static int check_sizes(const struct wsk_config *c, struct wsk_error *err)
         __builtin_mul_overflow(t, (uint64_t)wsk_max_batch(c) * 2 * sizeof(float), &cache) ||
         __builtin_mul_overflow((uint64_t)c->vocab, (uint64_t)c->hidden * sizeof(float), &table) ||
         __builtin_mul_overflow(widest > attn ? widest : attn,
-                               (uint64_t)wsk_max_batch(c) * sizeof(float) * WSK_SPLITK_MAX,
-                               &rows) ||
+                               (uint64_t)wsk_max_batch(c) * sizeof(float) * WSK_SPLITK_MAX, &rows) ||
         cache > SIZE_MAX / 2 || table > SIZE_MAX / 2 || rows > SIZE_MAX / 2)
         return wsk_fail(err, WSK_EXIT_USAGE, "wsk: sizes too large: buffers would overflow");
     if ((uint64_t)wsk_max_batch(c) * c->heads > INT32_MAX) /* attention's grid */
@@ -267,8 +288,7 @@ static int check_sizes(const struct wsk_config *c, struct wsk_error *err)
     return 0;
 }
 
-int wsk_parse_options(int argc, char **argv, struct wsk_config *cfg, bool *help,
-                      struct wsk_error *err)
+int wsk_parse_options(int argc, char **argv, struct wsk_config *cfg, bool *help, struct wsk_error *err)
 {
     set_defaults(cfg);
     *help = false;

@@ -14,31 +14,28 @@
 
 static int db_fail(struct wsk_error *err, const char *path, sqlite3 *db, const char *what)
 {
-    return wsk_fail(err, WSK_EXIT_USAGE, "wsk: --plan %s: %s%s%s", path, what,
-                    db ? ": " : "", db ? sqlite3_errmsg(db) : "");
+    return wsk_fail(err, WSK_EXIT_USAGE, "wsk: --plan %s: %s%s%s", path, what, db ? ": " : "",
+                    db ? sqlite3_errmsg(db) : "");
 }
 
 static int check_version(sqlite3 *db, const char *path, struct wsk_error *err)
 {
     sqlite3_stmt *st = NULL;
     int version = -1;
-    if (sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &st, NULL) == SQLITE_OK &&
-        sqlite3_step(st) == SQLITE_ROW)
+    if (sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
         version = sqlite3_column_int(st, 0);
     sqlite3_finalize(st);
     if (version < 0)
         return db_fail(err, path, db, "not a readable trace");
     if (version > SCHEMA_VERSION)
-        return wsk_fail(err, WSK_EXIT_USAGE,
-                        "wsk: --plan %s: trace schema version %d is newer than this wsk (%d)",
+        return wsk_fail(err, WSK_EXIT_USAGE, "wsk: --plan %s: trace schema version %d is newer than this wsk (%d)",
                         path, version, SCHEMA_VERSION);
     if (version < SCHEMA_VERSION)
         return wsk_fail(err, WSK_EXIT_USAGE, "wsk: --plan %s: not a wstrace trace", path);
     return 0;
 }
 
-static int load_blocks(sqlite3 *db, sqlite3_stmt *st, struct wsk_plan *p, const char *path,
-                       struct wsk_error *err)
+static int load_blocks(sqlite3 *db, sqlite3_stmt *st, struct wsk_plan *p, const char *path, struct wsk_error *err)
 {
     uint32_t cap = 0;
     int rc;
@@ -66,20 +63,19 @@ static int load_blocks(sqlite3 *db, sqlite3_stmt *st, struct wsk_plan *p, const 
             (uint64_t)offset > p->peak - (uint64_t)bytes)
             return wsk_fail(err, WSK_EXIT_USAGE,
                             "wsk: --plan %s: block %" PRId64 " of the plan for %s lies outside "
-                            "its %" PRIu64 "-byte buffer", path, ordinal, p->shape_key, p->peak);
+                            "its %" PRIu64 "-byte buffer",
+                            path, ordinal, p->shape_key, p->peak);
     }
     return rc == SQLITE_DONE ? 0 : db_fail(err, path, db, "reading plan_blocks");
 }
 
-static const char plans_sql[] =
-    "SELECT p.id, s.value, p.planned_peak_bytes FROM plans p "
-    "JOIN strings s ON s.id = p.shape_key_id ORDER BY p.id";
-static const char blocks_sql[] =
-    "SELECT b.ordinal, b.class, b.slot, b.bytes, b.offset, n.value FROM plan_blocks b "
-    "LEFT JOIN strings n ON n.id = b.node_name_id WHERE b.plan_id = ? ORDER BY b.ordinal";
+static const char plans_sql[] = "SELECT p.id, s.value, p.planned_peak_bytes FROM plans p "
+                                "JOIN strings s ON s.id = p.shape_key_id ORDER BY p.id";
+static const char blocks_sql[] = "SELECT b.ordinal, b.class, b.slot, b.bytes, b.offset, n.value FROM plan_blocks b "
+                                 "LEFT JOIN strings n ON n.id = b.node_name_id WHERE b.plan_id = ? ORDER BY b.ordinal";
 
-static int load_plan(sqlite3 *db, sqlite3_stmt *plans, sqlite3_stmt *blocks, struct wsk_plans *out,
-                     const char *path, struct wsk_error *err)
+static int load_plan(sqlite3 *db, sqlite3_stmt *plans, sqlite3_stmt *blocks, struct wsk_plans *out, const char *path,
+                     struct wsk_error *err)
 {
     struct wsk_plan *grown = realloc(out->plans, (out->n + 1) * sizeof *grown);
     if (!grown)
@@ -87,8 +83,7 @@ static int load_plan(sqlite3 *db, sqlite3_stmt *plans, sqlite3_stmt *blocks, str
     out->plans = grown;
     struct wsk_plan *p = &out->plans[out->n++];
     memset(p, 0, sizeof *p);
-    snprintf(p->shape_key, sizeof p->shape_key, "%s",
-             (const char *)sqlite3_column_text(plans, 1));
+    snprintf(p->shape_key, sizeof p->shape_key, "%s", (const char *)sqlite3_column_text(plans, 1));
     int64_t peak = sqlite3_column_int64(plans, 2);
     p->peak = peak > 0 ? (uint64_t)peak : 0;
     sqlite3_reset(blocks);
@@ -108,8 +103,7 @@ int wsk_plans_load(const char *path, struct wsk_plans *out, struct wsk_error *er
         rc = check_version(db, path, err);
     if (rc == 0 && (sqlite3_prepare_v2(db, plans_sql, -1, &plans, NULL) != SQLITE_OK ||
                     sqlite3_prepare_v2(db, blocks_sql, -1, &blocks, NULL) != SQLITE_OK))
-        rc = wsk_fail(err, WSK_EXIT_USAGE,
-                      "wsk: --plan %s: no plan tables (run `wstrace plan %s` first)", path, path);
+        rc = wsk_fail(err, WSK_EXIT_USAGE, "wsk: --plan %s: no plan tables (run `wstrace plan %s` first)", path, path);
     int step = SQLITE_DONE;
     while (rc == 0 && (step = sqlite3_step(plans)) == SQLITE_ROW)
         rc = load_plan(db, plans, blocks, out, path, err);

@@ -14,7 +14,7 @@
 
 #include "wskernels.h"
 
-#define WSK_MAX_LIST 16   /* values of --batch / --kv-len */
+#define WSK_MAX_LIST  16  /* values of --batch / --kv-len */
 #define WSK_NODE_NAME 128 /* longest node name */
 
 enum wsk_alloc_mode { WSK_ALLOC_DYNAMIC, WSK_ALLOC_ASYNC, WSK_ALLOC_PLAN, WSK_ALLOC_ARENA };
@@ -22,15 +22,15 @@ enum wsk_device_kind { WSK_DEVICE_AUTO, WSK_DEVICE_SIM, WSK_DEVICE_CUDA };
 
 struct wsk_config {
     uint32_t layers, hidden, heads, head_dim, intermediate, vocab;
-    uint32_t batch[WSK_MAX_LIST], nbatch;    /* cycled over the runs */
-    uint32_t kv_len[WSK_MAX_LIST], nkv_len;  /* cycled over the runs */
-    uint32_t max_kv_len, runs, sm_count;     /* sm_count 0: from the device */
+    uint32_t batch[WSK_MAX_LIST], nbatch;   /* cycled over the runs */
+    uint32_t kv_len[WSK_MAX_LIST], nkv_len; /* cycled over the runs */
+    uint32_t max_kv_len, runs, sm_count;    /* sm_count 0: from the device */
     uint64_t seed;
     enum wsk_l1_policy l1;
     enum wsk_alloc_mode alloc;
     enum wsk_device_kind device;
     const char *dump_path;
-    const char *plan_path; /* --plan: trace holding the plans for --alloc plan */
+    const char *plan_path;        /* --plan: trace holding the plans for --alloc plan */
     uint64_t arena_initial_chunk; /* --arena-initial-chunk: first region of --alloc arena */
     bool arena_initial_chunk_set;
 };
@@ -43,12 +43,10 @@ struct wsk_error {
     int exit_code; /* 0: no error */
     char msg[512];
 };
-int wsk_fail(struct wsk_error *err, int exit_code, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+int wsk_fail(struct wsk_error *err, int exit_code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 /* Options (options.c). Returns 0, or fills err (exit 2) / sets *help. */
-int wsk_parse_options(int argc, char **argv, struct wsk_config *cfg, bool *help,
-                      struct wsk_error *err);
+int wsk_parse_options(int argc, char **argv, struct wsk_config *cfg, bool *help, struct wsk_error *err);
 void wsk_usage(FILE *out);
 uint32_t wsk_max_batch(const struct wsk_config *cfg);
 
@@ -75,7 +73,7 @@ struct wsk_plan_block {
 
 struct wsk_plan {
     char shape_key[64];
-    uint64_t peak; /* size of the backing buffer */
+    uint64_t peak;                 /* size of the backing buffer */
     struct wsk_plan_block *blocks; /* sorted by ordinal */
     uint32_t nblocks;
     void *backing; /* the shared buffer below, once a run of this key has used it */
@@ -101,12 +99,12 @@ const struct wsk_plan_block *wsk_plan_block(const struct wsk_plan *p, uint64_t o
  * defaults (rules in kernels/README.md).  Regions come from a callback and go back through
  * another one, so the chunk logic runs without a device (tests drive it with fake addresses).
  */
-#define WSK_ARENA_ALIGN 256ull                    /* requests are rounded up to this */
-#define WSK_ARENA_INITIAL_CHUNK (1ull << 20)      /* default size of the first region */
-#define WSK_ARENA_MAX_INITIAL_CHUNK (1ull << 48)  /* largest --arena-initial-chunk */
-#define WSK_ARENA_MAX_DEAD_BYTES (128ull << 20)   /* split a chunk when the rest is this large */
-#define WSK_ARENA_ENOHOST (-1) /* wsk_arena_alloc: out of host memory (chunk bookkeeping) */
-#define WSK_ARENA_ETOOBIG (-2) /* wsk_arena_alloc: request too large to round or double */
+#define WSK_ARENA_ALIGN             256ull         /* requests are rounded up to this */
+#define WSK_ARENA_INITIAL_CHUNK     (1ull << 20)   /* default size of the first region */
+#define WSK_ARENA_MAX_INITIAL_CHUNK (1ull << 48)   /* largest --arena-initial-chunk */
+#define WSK_ARENA_MAX_DEAD_BYTES    (128ull << 20) /* split a chunk when the rest is this large */
+#define WSK_ARENA_ENOHOST           (-1)           /* wsk_arena_alloc: out of host memory (chunk bookkeeping) */
+#define WSK_ARENA_ETOOBIG           (-2)           /* wsk_arena_alloc: request too large to round or double */
 
 /* Obtains a region of exactly bytes bytes at *base: returns 0, or a non-zero status (e.g. a
  * cudaError_t) that wsk_arena_alloc hands back unchanged. */
@@ -128,9 +126,9 @@ struct wsk_arena_region {
 };
 
 struct wsk_arena_stats {
-    uint32_t regions;         /* regions obtained (never returned while the arena lives) */
-    uint64_t reserved_bytes;  /* their total size */
-    uint64_t in_use_bytes;    /* sizes of the chunks handed out now (rounded, unsplit rests) */
+    uint32_t regions;        /* regions obtained (never returned while the arena lives) */
+    uint64_t reserved_bytes; /* their total size */
+    uint64_t in_use_bytes;   /* sizes of the chunks handed out now (rounded, unsplit rests) */
     uint64_t peak_in_use_bytes;
 };
 
@@ -142,12 +140,11 @@ struct wsk_arena {
     uint32_t nregions, cap_regions;
     struct wsk_arena_chunk *chunks;
     uint32_t nchunks, cap_chunks;
-    int32_t unused; /* first reusable chunk entry, -1: none */
+    int32_t unused;               /* first reusable chunk entry, -1: none */
     struct wsk_arena_stats stats; /* kept by wsk_arena_destroy */
 };
 
-void wsk_arena_init(struct wsk_arena *ar, uint64_t initial_chunk, wsk_region_obtain_fn obtain,
-                    void *ctx);
+void wsk_arena_init(struct wsk_arena *ar, uint64_t initial_chunk, wsk_region_obtain_fn obtain, void *ctx);
 /* bytes >= 1.  Returns 0 with *out set, WSK_ARENA_ENOHOST, WSK_ARENA_ETOOBIG, or the non-zero
  * status of a failed region request (the arena is unchanged then). */
 int wsk_arena_alloc(struct wsk_arena *ar, uint64_t bytes, void **out);
@@ -168,42 +165,51 @@ struct ws_live {
 struct ws_allocator {
     enum wsk_alloc_mode mode;
     cudaStream_t stream;
-    uint64_t seq;             /* allocations so far in the current run (the plan's ordinal) */
+    uint64_t seq;                /* allocations so far in the current run (the plan's ordinal) */
     const struct wsk_plan *plan; /* current run's plan, NULL: allocate on the fly */
-    uint64_t runtime_allocs;  /* allocation calls that reached the CUDA runtime (all runs) */
-    uint64_t planned;         /* allocations served from a plan's backing buffer */
-    uint64_t fallbacks;       /* planned runs' allocations without a fitting block */
-    struct ws_live *live;     /* run allocations not yet freed */
+    uint64_t runtime_allocs;     /* allocation calls that reached the CUDA runtime (all runs) */
+    uint64_t planned;            /* allocations served from a plan's backing buffer */
+    uint64_t fallbacks;          /* planned runs' allocations without a fitting block */
+    struct ws_live *live;        /* run allocations not yet freed */
     uint32_t nlive, cap;
-    struct wsk_arena arena;   /* --alloc arena */
+    struct wsk_arena arena; /* --alloc arena */
     struct wsk_error *err;
 };
 
 /* arena_initial_chunk: size of the arena's first region (--alloc arena only). */
-void ws_init(struct ws_allocator *a, enum wsk_alloc_mode mode, uint64_t arena_initial_chunk,
-             cudaStream_t stream, struct wsk_error *err);
+void ws_init(struct ws_allocator *a, enum wsk_alloc_mode mode, uint64_t arena_initial_chunk, cudaStream_t stream,
+             struct wsk_error *err);
 /* plan: the static plan of this run's shape key, or NULL. */
 void ws_run_begin(struct ws_allocator *a, const struct wsk_plan *plan);
-int ws_alloc(struct ws_allocator *a, const char *node, enum ws_class cls, uint32_t slot,
-             uint64_t bytes, void **out);
+int ws_alloc(struct ws_allocator *a, const char *node, enum ws_class cls, uint32_t slot, uint64_t bytes, void **out);
 int ws_free(struct ws_allocator *a, void *ptr);
 /* After the last run: frees whatever a failed run left allocated, the live table itself, and
  * the arena's regions (their stats stay in a->arena.stats). */
 void ws_release_all(struct ws_allocator *a);
 /* Weights and caches: cudaMalloc'd once before the runs, freed at the end. */
-int ws_alloc_persistent(struct ws_allocator *a, const char *node, const char *what,
-                        uint64_t bytes, void **out);
+int ws_alloc_persistent(struct ws_allocator *a, const char *node, const char *what, uint64_t bytes, void **out);
 
 /* Node names, as an exporter names them (graph.c). */
 enum wsk_layer_node {
-    WSK_NODE_LN1, WSK_NODE_Q_PROJ, WSK_NODE_K_PROJ, WSK_NODE_V_PROJ, WSK_NODE_ATTENTION,
-    WSK_NODE_O_PROJ, WSK_NODE_ATTN_ADD, WSK_NODE_LN2, WSK_NODE_GATE_PROJ, WSK_NODE_UP_PROJ,
-    WSK_NODE_SILU_MUL, WSK_NODE_DOWN_PROJ, WSK_NODE_MLP_ADD, WSK_LAYER_NODES
+    WSK_NODE_LN1,
+    WSK_NODE_Q_PROJ,
+    WSK_NODE_K_PROJ,
+    WSK_NODE_V_PROJ,
+    WSK_NODE_ATTENTION,
+    WSK_NODE_O_PROJ,
+    WSK_NODE_ATTN_ADD,
+    WSK_NODE_LN2,
+    WSK_NODE_GATE_PROJ,
+    WSK_NODE_UP_PROJ,
+    WSK_NODE_SILU_MUL,
+    WSK_NODE_DOWN_PROJ,
+    WSK_NODE_MLP_ADD,
+    WSK_LAYER_NODES
 };
-#define WSK_NODE_EMBED_NAME "/model/embed_tokens/Gather"
-#define WSK_NODE_NORM_NAME "/model/norm/SimplifiedLayerNormalization"
+#define WSK_NODE_EMBED_NAME   "/model/embed_tokens/Gather"
+#define WSK_NODE_NORM_NAME    "/model/norm/SimplifiedLayerNormalization"
 #define WSK_NODE_LM_HEAD_NAME "/model/lm_head/MatMulNBits"
-#define WSK_NODE_ARGMAX_NAME "/model/argmax/ArgMax"
+#define WSK_NODE_ARGMAX_NAME  "/model/argmax/ArgMax"
 /* Fills buf (WSK_NODE_NAME bytes) with e.g. /model/layers.3/self_attn/q_proj/MatMulNBits. */
 char *wsk_layer_node_name(char *buf, uint32_t layer, enum wsk_layer_node node);
 
@@ -247,7 +253,7 @@ struct wsk_exec {
     struct wsk_error *err;
     /* current run */
     uint32_t batch, kv_len;
-    bool declare; /* first run of its shape key: kernels are created and declare Level 2 */
+    bool declare;            /* first run of its shape key: kernels are created and declare Level 2 */
     const int32_t *ids_host; /* batch input tokens, uploaded by the embedding node */
     float *logits_host;      /* batch*vocab, filled by the argmax node */
     int32_t *tokens_host;

@@ -2,9 +2,9 @@
  * ws_gen_trace OUT.db EVENTS [SEED]: write a synthetic trace of about EVENTS records for the
  * analysis-speed benchmark.  It looks like a traced transformer: weights allocated once (in a
  * load range, outside every run), then runs (4 shape keys, one run marker each) of
- * model > layers.N > 6 nodes; every node launches kernels, uses workspace freed before it returns, and produces an activation that one of the
- * next nodes frees.  Level-1 and Level-2 declarations come with the first run of each shape key.
- * Records counted: a range push and its pop, an allocation and its free, a launch.
+ * model > layers.N > 6 nodes; every node launches kernels, uses workspace freed before it returns, and produces an
+ * activation that one of the next nodes frees.  Level-1 and Level-2 declarations come with the first run of each shape
+ * key. Records counted: a range push and its pop, an allocation and its free, a launch.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -250,7 +250,8 @@ static void names(struct gen *g)
 
 int main(int argc, char **argv)
 {
-    struct gen g = {.ns = 1000000, .next_range = 1, .next_alloc = 1, .next_launch = 1, .next_run = 1, .rng = 88172645463325252ull};
+    struct gen g = {
+        .ns = 1000000, .next_range = 1, .next_alloc = 1, .next_launch = 1, .next_run = 1, .rng = 88172645463325252ull};
     char err[512];
     if (argc < 3) {
         fprintf(stderr, "usage: ws_gen_trace OUT.db EVENTS [SEED]\n");

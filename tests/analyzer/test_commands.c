@@ -80,15 +80,15 @@ typedef int (*command_fn)(int, char **);
 static const struct {
     const char *name;
     command_fn fn;
-} analysis_commands[] = {{"summary", cmd_summary}, {"lifetimes", cmd_lifetimes}, {"resolve", cmd_resolve},
-                         {"verify", cmd_verify}};
+} analysis_commands[] = {
+    {"summary", cmd_summary}, {"lifetimes", cmd_lifetimes}, {"resolve", cmd_resolve}, {"verify", cmd_verify}};
 
 /* Every command refuses the trace with exit 2, one error line containing message, and writes nothing. */
 static void expect_refused(const char *path, const char *message)
 {
     for (size_t i = 0; i < sizeof analysis_commands / sizeof analysis_commands[0]; i++) {
-        cr_expect_eq(tb_run_cmd(analysis_commands[i].fn, out, errp, 2, analysis_commands[i].name, path),
-                     WS_EXIT_USAGE, "%s", analysis_commands[i].name);
+        cr_expect_eq(tb_run_cmd(analysis_commands[i].fn, out, errp, 2, analysis_commands[i].name, path), WS_EXIT_USAGE,
+                     "%s", analysis_commands[i].name);
         char *err = tb_read_file(errp);
         cr_expect_eq(strncmp(err, "wstrace: ", 9), 0, "%s", err);
         cr_expect_not_null(strstr(err, message), "%s: expected '%s' in: %s", analysis_commands[i].name, message, err);
@@ -150,8 +150,7 @@ Test(commands, help_and_bad_flags)
         cr_expect_eq(tb_run_cmd(analysis_commands[i].fn, out, errp, 3, name, trace, trace), WS_EXIT_USAGE);
     }
     cr_expect_eq(tb_run_cmd(cmd_resolve, out, errp, 4, "resolve", trace, "--fallback-multiplier", "x"), WS_EXIT_USAGE);
-    cr_expect_eq(tb_run_cmd(cmd_resolve, out, errp, 4, "resolve", trace, "--fallback-multiplier", "-1"),
-                 WS_EXIT_USAGE);
+    cr_expect_eq(tb_run_cmd(cmd_resolve, out, errp, 4, "resolve", trace, "--fallback-multiplier", "-1"), WS_EXIT_USAGE);
     cr_expect_eq(tb_run_cmd(cmd_summary, out, errp, 4, "summary", trace, "--top", "many"), WS_EXIT_USAGE);
     cr_expect_eq(tb_query(trace, "SELECT COUNT(*) FROM sqlite_master WHERE name = 'resolutions'"), 0,
                  "bad flags write nothing");

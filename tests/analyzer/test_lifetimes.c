@@ -103,11 +103,11 @@ static void build_gap(sqlite3 *db)
     tb_range(db, 2, 2, NONE, 0, 1, 60, 100);
     tb_range(db, 3, 3, NONE, 0, 1, 110, 150);
     tb_range(db, 4, 1, NONE, 0, 2, 2010, 2050);
-    tb_alloc(db, 1, 256, 1, 1, 20, 70, 2);     /* X */
+    tb_alloc(db, 1, 256, 1, 1, 20, 70, 2);        /* X */
     tb_alloc(db, 2, 64, NONE, 1, 105, 200, NONE); /* U */
-    tb_alloc(db, 3, 128, 3, 1, 120, 130, 3);   /* W */
-    tb_alloc(db, 4, 16, 4, 2, 2020, 2030, 4);  /* workspace of A in run 2 */
-    tb_alloc(db, 5, 8, 4, 2, 2040, 5000, NONE); /* freed after run 2 ended: persistent */
+    tb_alloc(db, 3, 128, 3, 1, 120, 130, 3);      /* W */
+    tb_alloc(db, 4, 16, 4, 2, 2020, 2030, 4);     /* workspace of A in run 2 */
+    tb_alloc(db, 5, 8, 4, 2, 2040, 5000, NONE);   /* freed after run 2 ended: persistent */
 }
 
 Test(lifetimes, workspace_in_the_gap_of_a_dead_activation)

@@ -60,7 +60,8 @@ static int64_t resolved(const char *node)
 {
     char sql[256];
     snprintf(sql, sizeof sql,
-             "SELECT resolved_bytes FROM resolutions JOIN strings ON strings.id = node_name_id WHERE value = '%s'", node);
+             "SELECT resolved_bytes FROM resolutions JOIN strings ON strings.id = node_name_id WHERE value = '%s'",
+             node);
     return tb_query(trace, sql);
 }
 

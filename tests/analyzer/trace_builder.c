@@ -69,8 +69,8 @@ void tb_run(sqlite3 *db, int64_t id, int64_t shape_key_id, int64_t start_ns, int
     exec_ints(db, "INSERT INTO runs(id, thread_id, shape_key_id, start_ns, end_ns) VALUES (?1, 1, ?2, ?3, ?4)", 4, v);
 }
 
-void tb_range(sqlite3 *db, int64_t id, int64_t name_id, int64_t parent_id, int depth, int64_t run_id,
-              int64_t start_ns, int64_t end_ns)
+void tb_range(sqlite3 *db, int64_t id, int64_t name_id, int64_t parent_id, int depth, int64_t run_id, int64_t start_ns,
+              int64_t end_ns)
 {
     int64_t v[] = {id, name_id, parent_id, depth, run_id, start_ns, end_ns};
     exec_ints(db,
@@ -125,7 +125,8 @@ int tb_run_cmd(int (*fn)(int, char **), const char *out_path, const char *err_pa
     fflush(stdout);
     fflush(stderr);
     int saved_out = dup(1), saved_err = dup(2);
-    int out = open(out_path, O_WRONLY | O_CREAT | O_TRUNC, 0600), err = open(err_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    int out = open(out_path, O_WRONLY | O_CREAT | O_TRUNC, 0600),
+        err = open(err_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
     cr_assert(out >= 0 && err >= 0 && saved_out >= 0 && saved_err >= 0);
     dup2(out, 1);
     dup2(err, 2);
@@ -180,4 +181,3 @@ void tb_cleanup(void)
     if (temp_dir[0] && strncmp(temp_dir, "/tmp/wstrace-analyzer-", 22) == 0)
         nftw(temp_dir, remove_entry, 8, FTW_DEPTH | FTW_PHYS);
 }
-

@@ -18,8 +18,8 @@ void tb_temp_path(const char *name, char *path, size_t len);
 void tb_string(sqlite3 *db, int64_t id, const char *value);
 void tb_thread(sqlite3 *db, int64_t id);
 void tb_run(sqlite3 *db, int64_t id, int64_t shape_key_id, int64_t start_ns, int64_t end_ns);
-void tb_range(sqlite3 *db, int64_t id, int64_t name_id, int64_t parent_id, int depth, int64_t run_id,
-              int64_t start_ns, int64_t end_ns);
+void tb_range(sqlite3 *db, int64_t id, int64_t name_id, int64_t parent_id, int depth, int64_t run_id, int64_t start_ns,
+              int64_t end_ns);
 /* A successful device allocation on thread 1. */
 void tb_alloc(sqlite3 *db, int64_t id, int64_t bytes, int64_t range_id, int64_t run_id, int64_t alloc_ns,
               int64_t free_ns, int64_t free_range_id);

@@ -18,8 +18,8 @@ __attribute__((noinline)) int bench_loop(long n)
     for (long i = 0; i < n; i++) {
         void *p = NULL;
         failures += cudaMalloc(&p, 256 + (size_t)(i & 1023)) != cudaSuccess;
-        failures += cudaLaunchKernel((const void *)bench_kernel, (dim3){1, 1, 1}, (dim3){32, 1, 1}, args, 0, 0) !=
-                    cudaSuccess;
+        failures +=
+            cudaLaunchKernel((const void *)bench_kernel, (dim3){1, 1, 1}, (dim3){32, 1, 1}, args, 0, 0) != cudaSuccess;
         failures += cudaFree(p) != cudaSuccess;
     }
     return failures;

@@ -19,7 +19,6 @@
 #include "commands.h"
 #include "tracedb.h"
 
-
 /* ---- fixture: one temporary folder per test ---- */
 
 static char dir[256];
@@ -447,9 +446,9 @@ Test(export, failure_mid_stream_leaves_previous_output)
     cr_assert_eq(sqlite3_open(trace, &db), SQLITE_OK);
     /* the strings table is still there (the trace opens) but has lost its values: the export
      * fails at the thread names, after the header and the process name were written */
-    cr_assert_eq(ws_tracedb_exec(db, "DROP TABLE strings; CREATE TABLE strings (id INTEGER PRIMARY KEY);", err,
-                                 sizeof err),
-                 0, "%s", err);
+    cr_assert_eq(
+        ws_tracedb_exec(db, "DROP TABLE strings; CREATE TABLE strings (id INTEGER PRIMARY KEY);", err, sizeof err), 0,
+        "%s", err);
     sqlite3_close(db);
     FILE *f = fopen(out, "w");
     cr_assert_not_null(f);
@@ -525,8 +524,8 @@ Test(export, dash_writes_standard_output)
 static json_t *report_json(const char *baseline, const char *candidate, int *status)
 {
     const char *out = in_dir("report.json");
-    const char *args[] = {"report", "--baseline", baseline, "--candidate", candidate, "--format", "json", "-o", out,
-                          NULL};
+    const char *args[] = {"report",   "--baseline", baseline, "--candidate", candidate,
+                          "--format", "json",       "-o",     out,           NULL};
     char err[1024];
     int rc = run(cmd_report, args, err, sizeof err);
     if (status)
@@ -633,8 +632,8 @@ Test(report, verdicts_plan_and_parity)
 static int report_status(const char *baseline, const char *candidate, const char *pct, char *err, size_t errlen)
 {
     const char *out = in_dir("report.md");
-    const char *args[] = {"report", "--baseline", baseline, "--candidate", candidate, "--max-regression", pct,
-                          "-o", out, NULL};
+    const char *args[] = {"report",           "--baseline", baseline, "--candidate", candidate,
+                          "--max-regression", pct,          "-o",     out,           NULL};
     return run(cmd_report, args, err, errlen);
 }
 
@@ -709,9 +708,12 @@ Test(report, sections_without_data_say_so)
     cr_assert_eq(run(cmd_report, args, err, sizeof err), WS_EXIT_OK, "%s", err);
     char *md = read_all(out, NULL);
     static const char *const lines[] = {
-        "No device allocations in either trace.\n",  "No fallback count in either trace.\n",
-        "No plan in either trace.\n",                "No verification results in either trace.\n",
-        "No output checksum in either trace.\n",     "No lifetimes in either trace",
+        "No device allocations in either trace.\n",
+        "No fallback count in either trace.\n",
+        "No plan in either trace.\n",
+        "No verification results in either trace.\n",
+        "No output checksum in either trace.\n",
+        "No lifetimes in either trace",
         "| calls per run | 0.00 | 0.00 | +0.00 | 0.0% |",
     };
     for (size_t i = 0; i < sizeof lines / sizeof lines[0]; i++)

@@ -12,7 +12,7 @@ Test(estimate, nbits_sizes_partial_block)
     cr_assert_eq(wsk_nbits_sizes(100, 7, &w, &s, &z), WSK_OK);
     cr_expect_eq(w, 7 * 4 * 16); /* ceil(100/32) = 4 blocks of 16 bytes per column */
     cr_expect_eq(s, 7 * 4);
-    cr_expect_eq(z, 7 * 2);      /* two 4-bit zero points per byte */
+    cr_expect_eq(z, 7 * 2); /* two 4-bit zero points per byte */
 }
 
 Test(estimate, matmul_gemv_declares_nothing)
@@ -67,10 +67,9 @@ Test(estimate, matmul_empty_and_unavailable)
     cr_expect_eq(ws.nslots, 0, "empty batch declares nothing");
     cr_expect_eq(wsk_matmul_level2(&big, &k, 1ull << 40, &ws), WSK_UNAVAILABLE);
     cr_expect_eq(ws.nslots, 0);
-    cr_expect_eq(wsk_matmul_level1(&a, WSK_DIM_UNKNOWN, &h100, WSK_L1_ENVELOPE, &ws),
-                 WSK_UNAVAILABLE);
-    cr_expect_eq(wsk_matmul_level1(&big, 1ull << 40, &h100, WSK_L1_ENVELOPE, &ws),
-                 WSK_UNAVAILABLE, "the bound used above the envelope limit overflows");
+    cr_expect_eq(wsk_matmul_level1(&a, WSK_DIM_UNKNOWN, &h100, WSK_L1_ENVELOPE, &ws), WSK_UNAVAILABLE);
+    cr_expect_eq(wsk_matmul_level1(&big, 1ull << 40, &h100, WSK_L1_ENVELOPE, &ws), WSK_UNAVAILABLE,
+                 "the bound used above the envelope limit overflows");
 }
 
 Test(estimate, attention_hand_computed)
@@ -135,8 +134,8 @@ Test(estimate, attention_envelope_bounds_every_shape)
             cr_assert_eq(wsk_attn_create(&a, b, len, &dev, &k), WSK_OK);
             cr_assert_eq(wsk_attn_level2(&a, &k, b, len, &w), WSK_OK);
             for (uint32_t s = 0; s < w.nslots; s++)
-                cr_assert_leq(w.bytes[s], env.bytes[s], "batch %lu kv %lu slot %u",
-                              (unsigned long)b, (unsigned long)len, s);
+                cr_assert_leq(w.bytes[s], env.bytes[s], "batch %lu kv %lu slot %u", (unsigned long)b,
+                              (unsigned long)len, s);
         }
 }
 
@@ -149,10 +148,8 @@ Test(estimate, attention_empty_and_unavailable)
     cr_expect_eq(ws.nslots, 0, "empty batch");
     cr_expect_eq(wsk_attn_level2(&huge, &k, 1ull << 20, 128, &ws), WSK_UNAVAILABLE);
     cr_expect_eq(ws.nslots, 0);
-    cr_expect_eq(wsk_attn_level1(&a, 1, WSK_DIM_UNKNOWN, &h100, WSK_L1_ENVELOPE, &ws),
-                 WSK_UNAVAILABLE);
-    cr_expect_eq(wsk_attn_level1(&huge, 1ull << 20, 1ull << 20, &h100, WSK_L1_ENVELOPE, &ws),
-                 WSK_UNAVAILABLE);
+    cr_expect_eq(wsk_attn_level1(&a, 1, WSK_DIM_UNKNOWN, &h100, WSK_L1_ENVELOPE, &ws), WSK_UNAVAILABLE);
+    cr_expect_eq(wsk_attn_level1(&huge, 1ull << 20, 1ull << 20, &h100, WSK_L1_ENVELOPE, &ws), WSK_UNAVAILABLE);
 }
 
 Test(estimate, argmax_sizes)

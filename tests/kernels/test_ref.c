@@ -26,8 +26,8 @@ static float *random_floats(size_t n)
 static void expect_close(const float *got, const double *want, size_t n, double tol)
 {
     for (size_t i = 0; i < n; i++)
-        cr_assert(fabs(got[i] - want[i]) <= tol * (1.0 + fabs(want[i])),
-                  "element %zu: got %.9g, want %.9g", i, (double)got[i], want[i]);
+        cr_assert(fabs(got[i] - want[i]) <= tol * (1.0 + fabs(want[i])), "element %zu: got %.9g, want %.9g", i,
+                  (double)got[i], want[i]);
 }
 
 /* ---- elementwise ---- */
@@ -113,8 +113,7 @@ static double dequant(const struct qmat *q, uint32_t k, uint32_t n)
     return (double)(value - zero) * q->scales[n * blocks + blk];
 }
 
-static void check_matmul(uint32_t M, uint32_t K, uint32_t N, bool zp,
-                         struct wsk_matmul_kernel tactic)
+static void check_matmul(uint32_t M, uint32_t K, uint32_t N, bool zp, struct wsk_matmul_kernel tactic)
 {
     struct qmat q = random_qmat(K, N, zp);
     float *x = random_floats((size_t)M * K), *y = calloc((size_t)M * N + 1, sizeof *y);
@@ -170,8 +169,7 @@ struct attn_case {
     struct wsk_attn_kernel k;
 };
 
-static void attention_double(double *want, const float *q, const float *kc, const float *vc,
-                             const struct attn_case *c)
+static void attention_double(double *want, const float *q, const float *kc, const float *vc, const struct attn_case *c)
 {
     double *p = malloc(c->kv_len * sizeof *p);
     for (uint32_t row = 0; row < c->batch * c->heads; row++) {
@@ -204,11 +202,9 @@ static void check_attention(struct attn_case c)
     float *o_part = calloc(rows * c.k.splits * c.dim + 1, sizeof *o_part);
     float *lse = calloc(rows * c.k.splits + 1, sizeof *lse);
     double *want = calloc(rows * c.dim + 1, sizeof *want);
-    wsk_ref_attention_decode(out, q, kn, vn, kc, vc, c.batch, c.heads, c.dim, c.kv_len, c.max_kv,
-                             &c.k, o_part, lse);
+    wsk_ref_attention_decode(out, q, kn, vn, kc, vc, c.batch, c.heads, c.dim, c.kv_len, c.max_kv, &c.k, o_part, lse);
     for (size_t row = 0; row < rows; row++) /* the new token went to position kv_len-1 */
-        cr_assert_arr_eq(&kc[(row * c.max_kv + c.kv_len - 1) * c.dim], &kn[row * c.dim],
-                         c.dim * sizeof(float));
+        cr_assert_arr_eq(&kc[(row * c.max_kv + c.kv_len - 1) * c.dim], &kn[row * c.dim], c.dim * sizeof(float));
     attention_double(want, q, kc, vc, &c);
     expect_close(out, want, rows * c.dim, 1e-5);
     free(q), free(kn), free(vn), free(kc), free(vc), free(out), free(o_part), free(lse), free(want);
@@ -216,12 +212,12 @@ static void check_attention(struct attn_case c)
 
 Test(ref, attention_decode)
 {
-    check_attention((struct attn_case){1, 1, 8, 1, 4, {1, 1}});        /* KV length 1 */
-    check_attention((struct attn_case){1, 4, 64, 96, 128, {1, 3}});     /* one split */
-    check_attention((struct attn_case){2, 3, 16, 96, 100, {3, 1}});     /* three splits */
-    check_attention((struct attn_case){1, 2, 32, 300, 300, {2, 5}});    /* chunks of 128 */
-    check_attention((struct attn_case){3, 2, 24, 70, 80, {3, 1}});      /* short last split */
-    check_attention((struct attn_case){0, 4, 16, 10, 16, {1, 1}});      /* empty batch */
+    check_attention((struct attn_case){1, 1, 8, 1, 4, {1, 1}});      /* KV length 1 */
+    check_attention((struct attn_case){1, 4, 64, 96, 128, {1, 3}});  /* one split */
+    check_attention((struct attn_case){2, 3, 16, 96, 100, {3, 1}});  /* three splits */
+    check_attention((struct attn_case){1, 2, 32, 300, 300, {2, 5}}); /* chunks of 128 */
+    check_attention((struct attn_case){3, 2, 24, 70, 80, {3, 1}});   /* short last split */
+    check_attention((struct attn_case){0, 4, 16, 10, 16, {1, 1}});   /* empty batch */
 }
 
 /* The splits of the heuristic itself, through the host entry points. */
@@ -240,8 +236,7 @@ Test(ref, attention_host_entry_points)
     float *lse = calloc(H * k.splits, sizeof *lse);
     double want[32];
     void *append[] = {&kc, &vc, &kn, &vn, &B, &H, &D, &pos, &max_kv};
-    void *split[] = {&out, &o_part, &lse, &q, &kc, &vc, &B, &H, &D, &L, &max_kv, &k.splits,
-                     &k.blocks_per_split};
+    void *split[] = {&out, &o_part, &lse, &q, &kc, &vc, &B, &H, &D, &L, &max_kv, &k.splits, &k.blocks_per_split};
     void *combine[] = {&out, &o_part, &lse, &B, &H, &D, &k.splits};
     wsk_host_kv_append(append);
     wsk_host_attn_split(split);
@@ -258,8 +253,7 @@ static void check_argmax(uint32_t batch, uint32_t vocab, bool ties)
     float *logits = random_floats((size_t)batch * vocab);
     if (ties && vocab > 2000)
         for (uint32_t b = 0; b < batch; b++) /* equal maxima in different blocks, and a NaN */
-            logits[b * vocab + 1500] = logits[b * vocab + 2000 + b] = 5.0f,
-            logits[b * vocab + 3] = NAN;
+            logits[b * vocab + 1500] = logits[b * vocab + 2000 + b] = 5.0f, logits[b * vocab + 3] = NAN;
     int32_t *tokens = calloc(batch + 1, sizeof *tokens);
     struct wsk_argmax_pair *ws = calloc(batch * wsk_argmax_nblocks(vocab) + 1, sizeof *ws);
     wsk_ref_argmax(tokens, logits, batch, vocab, ws);

@@ -59,10 +59,7 @@ static int count_lines(const char *s)
     return n;
 }
 
-Test(wsk, checksum_repeats_across_invocations)
-{
-    cr_expect_eq(checksum_of(""), checksum_of(""));
-}
+Test(wsk, checksum_repeats_across_invocations) { cr_expect_eq(checksum_of(""), checksum_of("")); }
 
 Test(wsk, dynamic_and_async_give_the_same_outputs)
 {
@@ -73,10 +70,7 @@ Test(wsk, dynamic_and_async_give_the_same_outputs)
     cr_expect_eq(checksum_of(a), checksum_of(b));
 }
 
-Test(wsk, seed_changes_the_outputs)
-{
-    cr_expect_neq(checksum_of("--seed 1"), checksum_of("--seed 2"));
-}
+Test(wsk, seed_changes_the_outputs) { cr_expect_neq(checksum_of("--seed 1"), checksum_of("--seed 2")); }
 
 /* Dumps of "--batch 2 --runs 2" under two allocation modes (mode_a and mode_b: wsk options)
  * are byte for byte the same. */
@@ -106,10 +100,7 @@ static void expect_identical_dumps(const char *mode_a, const char *mode_b)
     unlink(d1), unlink(d2);
 }
 
-Test(wsk, dumps_are_identical_across_alloc_modes)
-{
-    expect_identical_dumps("--alloc dynamic", "--alloc async");
-}
+Test(wsk, dumps_are_identical_across_alloc_modes) { expect_identical_dumps("--alloc dynamic", "--alloc async"); }
 
 Test(wsk, arena_dumps_are_identical_to_dynamic)
 {
@@ -161,8 +152,7 @@ Test(wsk, bad_options_exit_2_with_one_line)
     expect_usage_error("--alloc arena --arena-initial-chunk 1000", "--arena-initial-chunk");
     expect_usage_error("--alloc arena --arena-initial-chunk 4k", "--arena-initial-chunk");
     expect_usage_error("--alloc arena --arena-initial-chunk -256", "--arena-initial-chunk");
-    expect_usage_error("--alloc arena --arena-initial-chunk 99999999999999999999",
-                       "--arena-initial-chunk");
+    expect_usage_error("--alloc arena --arena-initial-chunk 99999999999999999999", "--arena-initial-chunk");
     expect_usage_error("--alloc arena --arena-initial-chunk 562949953421312", /* 2^49 */
                        "--arena-initial-chunk");
     expect_usage_error("--alloc arena --arena-initial-chunk", "--arena-initial-chunk");
@@ -198,8 +188,7 @@ Test(wsk, out_of_device_memory_names_the_node)
     run(env, "--runs 1", &r);
     cr_expect_eq(r.status, 1, "exit %d: %s", r.status, r.err);
     cr_expect_eq(count_lines(r.err), 1, "stderr '%s'", r.err);
-    cr_expect_not_null(strstr(r.err, "wsk: out of device memory in node /model/layers.0/"),
-                       "%s", r.err);
+    cr_expect_not_null(strstr(r.err, "wsk: out of device memory in node /model/layers.0/"), "%s", r.err);
     /* Not even room for the weights. */
     run("WSSIM_CAPACITY=65536", "--runs 1", &r);
     cr_expect_eq(r.status, 1, "exit %d: %s", r.status, r.err);
@@ -299,8 +288,7 @@ Test(wsk_plan, mismatching_or_corrupt_plans_are_refused)
 static int64_t query_int(sqlite3 *db, const char *sql)
 {
     sqlite3_stmt *st;
-    cr_assert_eq(sqlite3_prepare_v2(db, sql, -1, &st, NULL), SQLITE_OK, "%s: %s", sql,
-                 sqlite3_errmsg(db));
+    cr_assert_eq(sqlite3_prepare_v2(db, sql, -1, &st, NULL), SQLITE_OK, "%s: %s", sql, sqlite3_errmsg(db));
     cr_assert_eq(sqlite3_step(st), SQLITE_ROW, "%s", sql);
     int64_t v = sqlite3_column_int64(st, 0);
     sqlite3_finalize(st);
@@ -370,12 +358,9 @@ Test(wsk_arena, device_allocations_are_regions_plus_persistent_buffers)
                                "(free_ns IS NULL OR free_ns < (SELECT MAX(end_ns) FROM runs))"),
                  0, "a region freed inside the runs");
     /* all regions are live together with every persistent buffer before the end */
-    cr_expect_eq(query_int(db, "SELECT MAX(live_bytes) FROM live_bytes"),
-                 (int64_t)(persistent_bytes + reserved));
-    cr_expect_eq(query_int(db, "SELECT value FROM meta WHERE key = 'arena_regions'"),
-                 (int64_t)regions);
-    cr_expect_eq(query_int(db, "SELECT value FROM meta WHERE key = 'arena_reserved_bytes'"),
-                 (int64_t)reserved);
+    cr_expect_eq(query_int(db, "SELECT MAX(live_bytes) FROM live_bytes"), (int64_t)(persistent_bytes + reserved));
+    cr_expect_eq(query_int(db, "SELECT value FROM meta WHERE key = 'arena_regions'"), (int64_t)regions);
+    cr_expect_eq(query_int(db, "SELECT value FROM meta WHERE key = 'arena_reserved_bytes'"), (int64_t)reserved);
     sqlite3_close(db);
     unlink(dyn), unlink(arena);
 }

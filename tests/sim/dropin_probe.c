@@ -60,16 +60,14 @@ int main(void)
     /* Which file did the loader pick for libcudart.so.13? */
     void *cudart = dlopen("libcudart.so.13", RTLD_LAZY | RTLD_NOLOAD);
     struct link_map *map = NULL;
-    check(cudart && dlinfo(cudart, RTLD_DI_LINKMAP, &map) == 0 &&
-              strstr(map->l_name, "lib/sim/libcudart.so.13"),
+    check(cudart && dlinfo(cudart, RTLD_DI_LINKMAP, &map) == 0 && strstr(map->l_name, "lib/sim/libcudart.so.13"),
           "libcudart.so.13 was not loaded from lib/sim");
     /* wssim's own API is not part of cudart: find it at run time. */
     int (*is_simulated)(void) = (int (*)(void))dlsym(RTLD_DEFAULT, "wssim_is_simulated");
     int (*register_kernel)(const char *, void (*)(void **)) =
         (int (*)(const char *, void (*)(void **)))dlsym(RTLD_DEFAULT, "wssim_register_host_kernel");
     check(is_simulated && is_simulated() == 1, "wssim_is_simulated missing");
-    check(register_kernel && register_kernel("_Z5twicePii", double_kernel) == 0,
-          "wssim_register_host_kernel missing");
+    check(register_kernel && register_kernel("_Z5twicePii", double_kernel) == 0, "wssim_register_host_kernel missing");
     if (failures)
         return 1;
 

@@ -40,8 +40,7 @@ int main()
         err = cudaMemcpy(host, dev, sizeof host, cudaMemcpyDeviceToHost);
     cudaFree(dev);
     if (err != cudaSuccess || host[0] != 3 || host[7] != 24) {
-        std::fprintf(stderr, "nvcc_probe: launch: %s, host[7]=%d\n", cudaGetErrorString(err),
-                     host[7]);
+        std::fprintf(stderr, "nvcc_probe: launch: %s, host[7]=%d\n", cudaGetErrorString(err), host[7]);
         return 1;
     }
     std::printf("nvcc_probe: ok on %s\n", reg ? "the simulated device" : "a GPU");

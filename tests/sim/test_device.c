@@ -28,10 +28,8 @@ Test(sim_device, one_device_with_plausible_properties)
     cr_expect_eq(warp, 32);
     cr_expect_eq(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0), 0);
     cr_expect_eq(major, prop.major);
-    cr_expect_eq(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 2),
-                 cudaErrorInvalidDevice);
-    cr_expect_eq(cudaDeviceGetAttribute(&sms, (enum cudaDeviceAttr)100000, 0),
-                 cudaErrorInvalidValue);
+    cr_expect_eq(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 2), cudaErrorInvalidDevice);
+    cr_expect_eq(cudaDeviceGetAttribute(&sms, (enum cudaDeviceAttr)100000, 0), cudaErrorInvalidValue);
 }
 
 Test(sim_device, versions)
@@ -82,10 +80,9 @@ Test(sim_device, events)
     cr_expect_eq(cudaEventRecord(untimed, s), cudaSuccess);
     cr_expect_eq(cudaEventElapsedTime(&ms, start, untimed), cudaErrorInvalidResourceHandle);
     cr_expect_eq(cudaEventElapsedTime(NULL, start, stop), cudaErrorInvalidValue);
-    cr_expect_eq(cudaEventRecord((cudaEvent_t)s, NULL), cudaErrorInvalidResourceHandle,
-                 "a stream is not an event");
-    cr_expect_eq(cudaStreamWaitEvent((cudaStream_t)start, stop, 0),
-                 cudaErrorInvalidResourceHandle, "an event is not a stream");
+    cr_expect_eq(cudaEventRecord((cudaEvent_t)s, NULL), cudaErrorInvalidResourceHandle, "a stream is not an event");
+    cr_expect_eq(cudaStreamWaitEvent((cudaStream_t)start, stop, 0), cudaErrorInvalidResourceHandle,
+                 "an event is not a stream");
     cr_expect_eq(cudaEventDestroy(start), cudaSuccess);
     cr_expect_eq(cudaEventDestroy(start), cudaErrorInvalidResourceHandle);
     cr_expect_eq(cudaEventDestroy(stop), cudaSuccess);

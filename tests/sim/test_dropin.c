@@ -13,8 +13,7 @@ static void expect_runs_on_simulated_device(const char *program)
     char *argv[] = {(char *)program, NULL};
     cr_assert_eq(setenv("LD_LIBRARY_PATH", WS_BUILD_DIR "/lib/sim", 1), 0);
     pid_t pid;
-    cr_assert_eq(posix_spawn(&pid, program, NULL, NULL, argv, environ), 0, "cannot run %s",
-                 program);
+    cr_assert_eq(posix_spawn(&pid, program, NULL, NULL, argv, environ), 0, "cannot run %s", program);
     int status = 0;
     cr_assert_eq(waitpid(pid, &status, 0), pid);
     cr_expect(WIFEXITED(status), "%s crashed (signal %d)", program, WTERMSIG(status));
@@ -27,8 +26,5 @@ Test(sim_dropin, real_cudart_program_runs_on_the_simulated_device)
 }
 
 #ifdef WSSIM_NVCC_PROBE
-Test(sim_dropin, nvcc_built_program_runs_on_the_simulated_device)
-{
-    expect_runs_on_simulated_device(WSSIM_NVCC_PROBE);
-}
+Test(sim_dropin, nvcc_built_program_runs_on_the_simulated_device) { expect_runs_on_simulated_device(WSSIM_NVCC_PROBE); }
 #endif

@@ -64,17 +64,12 @@ Test(sim_errors, names_and_strings_match_cudart)
         {cudaSuccess, "cudaSuccess", "no error"},
         {cudaErrorInvalidValue, "cudaErrorInvalidValue", "invalid argument"},
         {cudaErrorMemoryAllocation, "cudaErrorMemoryAllocation", "out of memory"},
-        {cudaErrorInvalidConfiguration, "cudaErrorInvalidConfiguration",
-         "invalid configuration argument"},
-        {cudaErrorInvalidMemcpyDirection, "cudaErrorInvalidMemcpyDirection",
-         "invalid copy direction for memcpy"},
-        {cudaErrorMissingConfiguration, "cudaErrorMissingConfiguration",
-         "__global__ function call is not configured"},
-        {cudaErrorInvalidDeviceFunction, "cudaErrorInvalidDeviceFunction",
-         "invalid device function"},
+        {cudaErrorInvalidConfiguration, "cudaErrorInvalidConfiguration", "invalid configuration argument"},
+        {cudaErrorInvalidMemcpyDirection, "cudaErrorInvalidMemcpyDirection", "invalid copy direction for memcpy"},
+        {cudaErrorMissingConfiguration, "cudaErrorMissingConfiguration", "__global__ function call is not configured"},
+        {cudaErrorInvalidDeviceFunction, "cudaErrorInvalidDeviceFunction", "invalid device function"},
         {cudaErrorInvalidDevice, "cudaErrorInvalidDevice", "invalid device ordinal"},
-        {cudaErrorInvalidResourceHandle, "cudaErrorInvalidResourceHandle",
-         "invalid resource handle"},
+        {cudaErrorInvalidResourceHandle, "cudaErrorInvalidResourceHandle", "invalid resource handle"},
         {cudaErrorInsufficientDriver, "cudaErrorInsufficientDriver",
          "CUDA driver version is insufficient for CUDA runtime version"},
         {(cudaError_t)12345, "unrecognized error code", "unrecognized error code"},
@@ -88,11 +83,10 @@ Test(sim_errors, names_and_strings_match_cudart)
 Test(sim_errors, every_returned_code_has_a_name)
 {
     /* The codes this library can return; each must have its own name, not the fallback. */
-    cudaError_t returned[] = {cudaErrorInvalidValue,          cudaErrorMemoryAllocation,
-                              cudaErrorInvalidConfiguration,  cudaErrorInvalidMemcpyDirection,
-                              cudaErrorMissingConfiguration,  cudaErrorInvalidDeviceFunction,
-                              cudaErrorInvalidDevice,         cudaErrorInvalidResourceHandle};
+    cudaError_t returned[] = {cudaErrorInvalidValue,         cudaErrorMemoryAllocation,
+                              cudaErrorInvalidConfiguration, cudaErrorInvalidMemcpyDirection,
+                              cudaErrorMissingConfiguration, cudaErrorInvalidDeviceFunction,
+                              cudaErrorInvalidDevice,        cudaErrorInvalidResourceHandle};
     for (size_t i = 0; i < sizeof returned / sizeof returned[0]; i++)
-        cr_expect(strncmp(cudaGetErrorName(returned[i]), "cudaError", 9) == 0, "code %d",
-                  (int)returned[i]);
+        cr_expect(strncmp(cudaGetErrorName(returned[i]), "cudaError", 9) == 0, "code %d", (int)returned[i]);
 }

@@ -21,10 +21,7 @@ static void add_kernel(void **args)
 }
 
 static int calls;
-static void count_kernel(void **args)
-{
-    calls += *(int *)args[0];
-}
+static void count_kernel(void **args) { calls += *(int *)args[0]; }
 
 Test(sim_launch, launch_passes_arguments)
 {
@@ -36,8 +33,7 @@ Test(sim_launch, launch_passes_arguments)
     for (int i = 0; i < n; i++)
         a[i] = (float)i, b[i] = 10.0f * (float)i;
     void *args[] = {&out, &a, &b, &n};
-    cr_assert_eq(cudaLaunchKernel((const void *)add_kernel, one, (dim3){5, 1, 1}, args, 0, NULL),
-                 cudaSuccess);
+    cr_assert_eq(cudaLaunchKernel((const void *)add_kernel, one, (dim3){5, 1, 1}, args, 0, NULL), cudaSuccess);
     for (int i = 0; i < n; i++)
         cr_expect_float_eq(out[i], 11.0f * (float)i, 1e-6f);
     cr_expect_eq(cudaFree(out), cudaSuccess);
@@ -52,15 +48,12 @@ Test(sim_launch, launch_variants_and_count)
     cudaLaunchConfig_t config = {.gridDim = {2, 1, 1}, .blockDim = {32, 1, 1}};
     cr_expect_eq(cudaLaunchKernel((const void *)count_kernel, one, one, args, 0, NULL), 0);
     cr_expect_eq(cudaLaunchKernelExC(&config, (const void *)count_kernel, args), 0);
-    cr_expect_eq(cudaLaunchCooperativeKernel((const void *)count_kernel, one, one, args, 0,
-                                             cudaStreamPerThread),
-                 0);
+    cr_expect_eq(cudaLaunchCooperativeKernel((const void *)count_kernel, one, one, args, 0, cudaStreamPerThread), 0);
     cr_expect_eq(calls, 9);
     struct wssim_stats s;
     wssim_get_stats(&s);
     cr_expect_eq(s.launches, 3);
-    cr_expect_eq(cudaLaunchKernelExC(NULL, (const void *)count_kernel, args),
-                 cudaErrorInvalidValue);
+    cr_expect_eq(cudaLaunchKernelExC(NULL, (const void *)count_kernel, args), cudaErrorInvalidValue);
 }
 
 Test(sim_launch, bad_launches_are_refused_without_running)
@@ -69,14 +62,10 @@ Test(sim_launch, bad_launches_are_refused_without_running)
     void *args[] = {&step};
     const void *k = (const void *)count_kernel;
     cr_expect_eq(cudaLaunchKernel(NULL, one, one, args, 0, NULL), cudaErrorInvalidDeviceFunction);
-    cr_expect_eq(cudaLaunchKernel(k, (dim3){0, 1, 1}, one, args, 0, NULL),
-                 cudaErrorInvalidConfiguration);
-    cr_expect_eq(cudaLaunchKernel(k, one, (dim3){1025, 1, 1}, args, 0, NULL),
-                 cudaErrorInvalidConfiguration);
-    cr_expect_eq(cudaLaunchKernel(k, one, (dim3){32, 32, 2}, args, 0, NULL),
-                 cudaErrorInvalidConfiguration);
-    cr_expect_eq(cudaLaunchKernel(k, one, one, args, 0, (cudaStream_t)&step),
-                 cudaErrorInvalidResourceHandle);
+    cr_expect_eq(cudaLaunchKernel(k, (dim3){0, 1, 1}, one, args, 0, NULL), cudaErrorInvalidConfiguration);
+    cr_expect_eq(cudaLaunchKernel(k, one, (dim3){1025, 1, 1}, args, 0, NULL), cudaErrorInvalidConfiguration);
+    cr_expect_eq(cudaLaunchKernel(k, one, (dim3){32, 32, 2}, args, 0, NULL), cudaErrorInvalidConfiguration);
+    cr_expect_eq(cudaLaunchKernel(k, one, one, args, 0, (cudaStream_t)&step), cudaErrorInvalidResourceHandle);
     void *dev = NULL;
     cr_assert_eq(cudaMalloc(&dev, 64), cudaSuccess);
     cr_expect_eq(cudaLaunchKernel(dev, one, one, args, 0, NULL), cudaErrorInvalidDeviceFunction,
@@ -97,10 +86,8 @@ static void **register_module(void)
 {
     void **module = __cudaRegisterFatBinary(fat_binary);
     cr_assert_not_null(module);
-    __cudaRegisterFunction(module, &stub_add, &stub_add, "_Z3addPfPKfS1_i", -1, NULL, NULL, NULL,
-                           NULL, NULL);
-    __cudaRegisterFunction(module, &stub_orphan, &stub_orphan, "orphan", -1, NULL, NULL, NULL,
-                           NULL, NULL);
+    __cudaRegisterFunction(module, &stub_add, &stub_add, "_Z3addPfPKfS1_i", -1, NULL, NULL, NULL, NULL, NULL);
+    __cudaRegisterFunction(module, &stub_orphan, &stub_orphan, "orphan", -1, NULL, NULL, NULL, NULL, NULL);
     __cudaRegisterFatBinaryEnd(module);
     cr_assert_eq(__cudaInitModule(module), 1);
     return module;
@@ -142,8 +129,7 @@ Test(sim_launch, nvcc_entry_points_run_the_registered_host_kernel)
     /* A registered kernel without a host implementation fails instead of calling the stub. */
     cr_assert_eq(__cudaPushCallConfiguration(one, one, 0, NULL), 0);
     cr_expect_eq(stub_launch(&stub_orphan, args), cudaErrorInvalidDeviceFunction);
-    cr_expect_eq(cudaLaunchKernel(&stub_orphan, one, one, args, 0, NULL),
-                 cudaErrorInvalidDeviceFunction);
+    cr_expect_eq(cudaLaunchKernel(&stub_orphan, one, one, args, 0, NULL), cudaErrorInvalidDeviceFunction);
 
     struct wssim_stats s;
     wssim_get_stats(&s);
@@ -157,12 +143,10 @@ Test(sim_launch, unknown_stubs_and_handles_fail)
     int junk = 0;
     cr_expect_eq(__cudaGetKernel(&handle, &junk), cudaErrorInvalidDeviceFunction);
     cr_expect_eq(__cudaGetKernel(NULL, &junk), cudaErrorInvalidValue);
-    cr_expect_eq(__cudaLaunchKernel(NULL, one, one, NULL, 0, NULL),
-                 cudaErrorInvalidDeviceFunction);
-    cr_expect_eq(__cudaLaunchKernel((cudaKernel_t)&junk, one, one, NULL, 0, NULL),
-                 cudaErrorInvalidDeviceFunction, "a garbage handle is never called");
-    cr_expect_eq(__cudaLaunchKernel_ptsz((cudaKernel_t)&junk, one, one, NULL, 0, NULL),
-                 cudaErrorInvalidDeviceFunction);
+    cr_expect_eq(__cudaLaunchKernel(NULL, one, one, NULL, 0, NULL), cudaErrorInvalidDeviceFunction);
+    cr_expect_eq(__cudaLaunchKernel((cudaKernel_t)&junk, one, one, NULL, 0, NULL), cudaErrorInvalidDeviceFunction,
+                 "a garbage handle is never called");
+    cr_expect_eq(__cudaLaunchKernel_ptsz((cudaKernel_t)&junk, one, one, NULL, 0, NULL), cudaErrorInvalidDeviceFunction);
 }
 
 Test(sim_launch, unregistered_module_forgets_its_kernels)
@@ -173,8 +157,7 @@ Test(sim_launch, unregistered_module_forgets_its_kernels)
     cr_assert_not_null(handle);
     __cudaUnregisterFatBinary(module);
     cr_expect_eq(__cudaGetKernel(&handle, &stub_add), cudaErrorInvalidDeviceFunction);
-    cr_expect_eq(__cudaLaunchKernel(handle, one, one, NULL, 0, NULL),
-                 cudaErrorInvalidDeviceFunction);
+    cr_expect_eq(__cudaLaunchKernel(handle, one, one, NULL, 0, NULL), cudaErrorInvalidDeviceFunction);
 }
 
 Test(sim_launch, a_stub_registered_again_keeps_its_newest_name)
@@ -201,9 +184,9 @@ Test(sim_launch, call_configuration_is_a_per_thread_stack)
     dim3 grid, block;
     size_t smem;
     cudaStream_t stream;
-    cr_assert_eq(__cudaPushCallConfiguration((dim3){7, 1, 1}, (dim3){64, 1, 1}, 128,
-                                             (struct CUstream_st *)cudaStreamPerThread),
-                 0);
+    cr_assert_eq(
+        __cudaPushCallConfiguration((dim3){7, 1, 1}, (dim3){64, 1, 1}, 128, (struct CUstream_st *)cudaStreamPerThread),
+        0);
     cr_assert_eq(__cudaPushCallConfiguration((dim3){2, 2, 1}, one, 0, NULL), 0);
     cr_assert_eq(__cudaPopCallConfiguration(&grid, &block, &smem, &stream), cudaSuccess);
     cr_expect_eq(grid.y, 2);
@@ -212,8 +195,7 @@ Test(sim_launch, call_configuration_is_a_per_thread_stack)
     cr_expect_eq(block.x, 64);
     cr_expect_eq(smem, 128);
     cr_expect_eq(stream, cudaStreamPerThread);
-    cr_expect_eq(__cudaPopCallConfiguration(&grid, &block, &smem, &stream),
-                 cudaErrorMissingConfiguration);
+    cr_expect_eq(__cudaPopCallConfiguration(&grid, &block, &smem, &stream), cudaErrorMissingConfiguration);
 }
 
 Test(sim_launch, register_host_kernel_rejects_null)

@@ -56,21 +56,14 @@ Test(sim_memory, single_request_over_capacity_fails)
     void *p = NULL;
     cr_expect_eq(cudaMalloc(&p, 64 * 1024 + 1), cudaErrorMemoryAllocation);
     cr_expect_eq(cudaMallocAsync(&p, SIZE_MAX, NULL), cudaErrorMemoryAllocation);
-    cr_expect_eq(cudaMallocManaged(&p, 64 * 1024 + 1, cudaMemAttachGlobal),
-                 cudaErrorMemoryAllocation);
+    cr_expect_eq(cudaMallocManaged(&p, 64 * 1024 + 1, cudaMemAttachGlobal), cudaErrorMemoryAllocation);
     cr_expect_eq(stats().failed_allocs, 3);
     cr_expect_eq(stats().live_bytes, 0);
 }
 
-Test(sim_memory, capacity_suffixes)
-{
-    use_capacity("3G", (uint64_t)3 << 30);
-}
+Test(sim_memory, capacity_suffixes) { use_capacity("3G", (uint64_t)3 << 30); }
 
-Test(sim_memory, capacity_plain_bytes)
-{
-    use_capacity("123456", 123456);
-}
+Test(sim_memory, capacity_plain_bytes) { use_capacity("123456", 123456); }
 
 Test(sim_memory, default_capacity_is_16_gib)
 {
@@ -250,8 +243,7 @@ Test(sim_memory, async_and_pool_allocations)
     cr_expect_eq(cudaMallocFromPoolAsync(&b, 200, def, s), cudaSuccess);
     cr_expect_eq(cudaMallocFromPoolAsync(&c, 300, pool, NULL), cudaSuccess);
     cr_expect_eq(stats().live_bytes, 600);
-    cr_expect_eq(cudaMallocFromPoolAsync(&c, 300, (cudaMemPool_t)&props, NULL),
-                 cudaErrorInvalidValue, "garbage pool");
+    cr_expect_eq(cudaMallocFromPoolAsync(&c, 300, (cudaMemPool_t)&props, NULL), cudaErrorInvalidValue, "garbage pool");
     cr_expect_eq(cudaMallocAsync(&c, 1, (cudaStream_t)&props), cudaErrorInvalidResourceHandle);
     cr_expect_eq(cudaFreeAsync(a, s), cudaSuccess);
     cr_expect_eq(cudaFreeAsync(b, cudaStreamPerThread), cudaSuccess);
@@ -272,8 +264,7 @@ Test(sim_memory, memcpy_and_memset_round_trip)
     cr_assert_eq(cudaMalloc((void **)&dev, sizeof host), cudaSuccess);
     cr_assert_eq(cudaMalloc((void **)&dev2, sizeof host), cudaSuccess);
     cr_expect_eq(cudaMemcpy(dev, host, sizeof host, cudaMemcpyHostToDevice), cudaSuccess);
-    cr_expect_eq(cudaMemcpyAsync(dev2, dev, sizeof host, cudaMemcpyDeviceToDevice, NULL),
-                 cudaSuccess);
+    cr_expect_eq(cudaMemcpyAsync(dev2, dev, sizeof host, cudaMemcpyDeviceToDevice, NULL), cudaSuccess);
     cr_expect_eq(cudaMemcpy(back, dev2, sizeof back, cudaMemcpyDefault), cudaSuccess);
     cr_expect_arr_eq(back, host, sizeof host);
     cr_expect_eq(cudaMemset(dev, 0x5a, 10), cudaSuccess);

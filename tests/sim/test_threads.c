@@ -15,10 +15,7 @@ struct worker {
 };
 
 /* Sizes depend on thread and round only, so the expected totals are known in advance. */
-static size_t size_of(int id, int round)
-{
-    return (size_t)(1 + (id * 7919 + round * 104729) % 5000);
-}
+static size_t size_of(int id, int round) { return (size_t)(1 + (id * 7919 + round * 104729) % 5000); }
 
 static void *work(void *arg)
 {

@@ -32,10 +32,7 @@ static void expect(int ok, const char *what)
     }
 }
 
-static size_t size_of(int id, int round)
-{
-    return (size_t)(1 + (id * 7919 + round * 104729) % 5000);
-}
+static size_t size_of(int id, int round) { return (size_t)(1 + (id * 7919 + round * 104729) % 5000); }
 
 static void one_round(int id, int round)
 {
@@ -49,8 +46,7 @@ static void one_round(int id, int round)
     expect(cudaEventCreate(&e) == cudaSuccess, "cudaEventCreate");
     expect(cudaMemsetAsync(p, id, size_of(id, round), s) == cudaSuccess, "cudaMemsetAsync");
     expect(cudaEventRecord(e, s) == cudaSuccess, "cudaEventRecord");
-    expect(cudaLaunchKernel((const void *)count_kernel, one, one, NULL, 0, s) == cudaSuccess,
-           "cudaLaunchKernel");
+    expect(cudaLaunchKernel((const void *)count_kernel, one, one, NULL, 0, s) == cudaSuccess, "cudaLaunchKernel");
     expect(__cudaGetKernel(&k, &stubs[id]) == cudaSuccess, "__cudaGetKernel");
     expect(__cudaLaunchKernel(k, one, one, NULL, 0, s) == cudaSuccess, "__cudaLaunchKernel");
     expect(cudaEventDestroy(e) == cudaSuccess, "cudaEventDestroy");

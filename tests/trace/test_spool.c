@@ -194,8 +194,8 @@ Test(spool, equal_times_go_in_thread_order)
         order[i] = r->u[1];
     }
     cr_expect_null(ws_spool_next(&s, &thread));
-    cr_expect(order[0] == 1 && order[1] == 1 && order[2] == 2, "order %llu %llu %llu",
-              (unsigned long long)order[0], (unsigned long long)order[1], (unsigned long long)order[2]);
+    cr_expect(order[0] == 1 && order[1] == 1 && order[2] == 2, "order %llu %llu %llu", (unsigned long long)order[0],
+              (unsigned long long)order[1], (unsigned long long)order[2]);
     ws_spool_close(&s);
 }
 
@@ -354,9 +354,9 @@ Test(pairing, address_reuse_pairs_each_free_with_the_latest_allocation)
         long long bytes, alloc_ns, free_ns, address, free_thread;
         int status;
     } want[] = {
-        {10, 100, 200, (long long)ADDR_X, 1, 0},        {20, 300, 400, (long long)ADDR_X, 1, 0},
+        {10, 100, 200, (long long)ADDR_X, 1, 0},           {20, 300, 400, (long long)ADDR_X, 1, 0},
         {30, 500, TU_NULL, (long long)ADDR_Y, TU_NULL, 0}, {40, 600, 700, (long long)ADDR_Y, 1, 0},
-        {50, 900, 950, (long long)ADDR_W, 2, 0},        {60, 1000, TU_NULL, TU_NULL, TU_NULL, 2},
+        {50, 900, 950, (long long)ADDR_W, 2, 0},           {60, 1000, TU_NULL, TU_NULL, TU_NULL, 2},
     };
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
         cr_expect_eq(tu_int(db, "SELECT id FROM allocations WHERE alloc_ns=%lld", want[i].alloc_ns), (int64_t)i + 1,
@@ -371,8 +371,8 @@ Test(pairing, address_reuse_pairs_each_free_with_the_latest_allocation)
                      want[i].address, "row %zu", i);
         cr_expect_eq(tu_int(db, "SELECT free_thread_id FROM allocations WHERE alloc_ns=%lld", want[i].alloc_ns),
                      want[i].free_thread, "row %zu", i);
-        cr_expect_eq(tu_int(db, "SELECT status FROM allocations WHERE alloc_ns=%lld", want[i].alloc_ns),
-                     want[i].status, "row %zu", i);
+        cr_expect_eq(tu_int(db, "SELECT status FROM allocations WHERE alloc_ns=%lld", want[i].alloc_ns), want[i].status,
+                     "row %zu", i);
         cr_expect_eq(tu_int(db, "SELECT thread_id FROM allocations WHERE alloc_ns=%lld", want[i].alloc_ns), 1);
     }
     cr_expect_eq(tu_int(db, "SELECT COUNT(*) FROM api_errors"), 1);

@@ -19,7 +19,7 @@
 TestSuite(trace, .fini = tu_cleanup);
 
 #define ARGV(...) ((const char *const[]){TU_PROG, __VA_ARGS__, NULL})
-#define ENV(...) ((const char *const[]){__VA_ARGS__, NULL})
+#define ENV(...)  ((const char *const[]){__VA_ARGS__, NULL})
 
 static void trace_path(char *out, size_t len) { tu_path(out, len, "t.db"); }
 
@@ -27,8 +27,8 @@ static void trace_path(char *out, size_t len) { tu_path(out, len, "t.db"); }
 static void run_ok(struct tu_result *r, const char *trace, const char *const *env, const char *const *argv)
 {
     tu_run_traced(r, trace, env, argv);
-    cr_assert(r->exited && r->code == 0, "traced %s %s: exit %d signal %d\nstdout:\n%s\nstderr:\n%s", argv[0],
-              argv[1], r->code, r->signal, r->out, r->err);
+    cr_assert(r->exited && r->code == 0, "traced %s %s: exit %d signal %d\nstdout:\n%s\nstderr:\n%s", argv[0], argv[1],
+              r->code, r->signal, r->out, r->err);
     cr_expect_str_empty(r->err, "stderr of the traced program: %s", r->err);
 }
 
@@ -119,8 +119,9 @@ Test(trace, every_allocation_and_launch_api)
     for (int i = 0; i < nlaunches; i++) {
         int64_t id = tu_int(db, "SELECT id FROM launches ORDER BY id LIMIT 1 OFFSET %d", i);
         char *api = tu_text(db, "SELECT api FROM launches WHERE id=%lld", (long long)id);
-        char *kernel = tu_text(db, "SELECT s.value FROM launches l LEFT JOIN strings s ON s.id=l.kernel_name_id "
-                                   "WHERE l.id=%lld",
+        char *kernel = tu_text(db,
+                               "SELECT s.value FROM launches l LEFT JOIN strings s ON s.id=l.kernel_name_id "
+                               "WHERE l.id=%lld",
                                (long long)id);
         cr_expect_str_eq(api, launches[i].api, "launch %d", i);
         cr_expect_str_eq(kernel ? kernel : "(null)", launches[i].kernel, "launch %d", i);
@@ -136,8 +137,9 @@ Test(trace, every_allocation_and_launch_api)
         free(api);
         free(kernel);
     }
-    cr_expect_eq(tu_int(db, "SELECT COUNT(*) FROM launches WHERE api='cudaGraphLaunch' AND function=%lld "
-                            "AND stream=%lld AND status=0 AND id=(SELECT MAX(id) FROM launches)",
+    cr_expect_eq(tu_int(db,
+                        "SELECT COUNT(*) FROM launches WHERE api='cudaGraphLaunch' AND function=%lld "
+                        "AND stream=%lld AND status=0 AND id=(SELECT MAX(id) FROM launches)",
                         exec, stream),
                  1);
     sqlite3_close(db);
@@ -181,8 +183,8 @@ static void check_nvtx_trace(const char *trace, const char *out)
         int64_t id, parent;
         int depth;
         int64_t thread;
-    } nest[] = {{outer, TU_NULL, 0, t_main}, {middle, outer, 1, t_main}, {inner, middle, 2, t_main},
-                {regnode, TU_NULL, 0, t_main}, {ex, TU_NULL, 0, t_main},  {wide, ex, 1, t_main},
+    } nest[] = {{outer, TU_NULL, 0, t_main},   {middle, outer, 1, t_main}, {inner, middle, 2, t_main},
+                {regnode, TU_NULL, 0, t_main}, {ex, TU_NULL, 0, t_main},   {wide, ex, 1, t_main},
                 {worker, TU_NULL, 0, t_worker}};
     for (size_t i = 0; i < sizeof nest / sizeof nest[0]; i++) {
         cr_expect_eq(tu_int(db, "SELECT parent_id FROM ranges WHERE id=%lld", (long long)nest[i].id), nest[i].parent,
@@ -228,17 +230,20 @@ static void check_nvtx_trace(const char *trace, const char *out)
     cr_expect_eq(tu_int(db, "SELECT domain_id FROM ranges WHERE id=%lld", (long long)regnode), domain);
     cr_expect_eq(tu_int(db, "SELECT domain_id FROM ranges WHERE id=%lld", (long long)outer), 0);
     cr_expect_eq(tu_int(db, "SELECT COUNT(*) FROM registered_strings"), 1);
-    cr_expect_eq(tu_int(db, "SELECT COUNT(*) FROM registered_strings g JOIN strings s ON s.id=g.string_id "
-                            "WHERE g.domain_id=%lld AND s.value='registered-node'",
+    cr_expect_eq(tu_int(db,
+                        "SELECT COUNT(*) FROM registered_strings g JOIN strings s ON s.id=g.string_id "
+                        "WHERE g.domain_id=%lld AND s.value='registered-node'",
                         (long long)domain),
                  1);
     cr_expect_eq(tu_int(db, "SELECT COUNT(*) FROM marks"), 2);
-    cr_expect_eq(tu_int(db, "SELECT COUNT(*) FROM marks m JOIN strings s ON s.id=m.name_id WHERE "
-                            "s.value='mark-inner' AND m.domain_id=0 AND m.range_id=%lld AND m.thread_id=%lld",
+    cr_expect_eq(tu_int(db,
+                        "SELECT COUNT(*) FROM marks m JOIN strings s ON s.id=m.name_id WHERE "
+                        "s.value='mark-inner' AND m.domain_id=0 AND m.range_id=%lld AND m.thread_id=%lld",
                         (long long)inner, (long long)t_main),
                  1);
-    cr_expect_eq(tu_int(db, "SELECT COUNT(*) FROM marks m JOIN strings s ON s.id=m.name_id WHERE "
-                            "s.value='registered-node' AND m.domain_id=%lld AND m.range_id=%lld",
+    cr_expect_eq(tu_int(db,
+                        "SELECT COUNT(*) FROM marks m JOIN strings s ON s.id=m.name_id WHERE "
+                        "s.value='registered-node' AND m.domain_id=%lld AND m.range_id=%lld",
                         (long long)domain, (long long)regnode),
                  1);
     cr_expect_eq(tu_int(db, "SELECT COUNT(*) FROM threads"), 2);
@@ -356,14 +361,15 @@ static void check_explicit_trace(const char *trace)
                             "d.alignment=0 AND d.run_id IS NULL AND d.range_id IS NULL"),
                  1);
     int64_t first_run = tu_int(db, "SELECT id FROM runs ORDER BY start_ns LIMIT 1");
-    cr_expect_eq(tu_int(db, "SELECT COUNT(*) FROM declarations d JOIN strings s ON s.id=d.node_name_id JOIN ranges r "
-                            "ON r.id=d.range_id JOIN strings rs ON rs.id=r.name_id WHERE d.level=2 AND "
-                            "s.value='/model/matmul' AND d.slot=0 AND d.bytes=786432 AND d.alignment=256 AND "
-                            "d.run_id=%lld AND rs.value='/model/matmul'",
+    cr_expect_eq(tu_int(db,
+                        "SELECT COUNT(*) FROM declarations d JOIN strings s ON s.id=d.node_name_id JOIN ranges r "
+                        "ON r.id=d.range_id JOIN strings rs ON rs.id=r.name_id WHERE d.level=2 AND "
+                        "s.value='/model/matmul' AND d.slot=0 AND d.bytes=786432 AND d.alignment=256 AND "
+                        "d.run_id=%lld AND rs.value='/model/matmul'",
                         (long long)first_run),
                  1);
     cr_expect_eq(tu_int(db, "SELECT COUNT(*) FROM declarations d JOIN strings s ON s.id=d.node_name_id WHERE "
-                        "d.level=2 AND s.value='/model/matmul' AND d.slot=1 AND d.bytes=4096 AND d.alignment=0"),
+                            "d.level=2 AND s.value='/model/matmul' AND d.slot=1 AND d.bytes=4096 AND d.alignment=0"),
                  1);
 
     /* Nodes on four threads at once: each allocation in its own thread's node. */
@@ -374,8 +380,9 @@ static void check_explicit_trace(const char *trace)
                             "s.id=r.name_id WHERE a.bytes BETWEEN 1000 AND 1003 AND s.value='/worker/'||(a.bytes-1000) "
                             "AND r.thread_id=a.thread_id AND r.depth=0 AND r.parent_id IS NULL AND r.source='api'"),
                  12);
-    cr_expect_eq(tu_int(db, "SELECT COUNT(DISTINCT thread_id) FROM allocations WHERE bytes BETWEEN 1000 AND 1003 AND "
-                            "thread_id <> %lld",
+    cr_expect_eq(tu_int(db,
+                        "SELECT COUNT(DISTINCT thread_id) FROM allocations WHERE bytes BETWEEN 1000 AND 1003 AND "
+                        "thread_id <> %lld",
                         (long long)main_thread),
                  4);
     cr_expect_eq(tu_int(db, "SELECT COUNT(*) FROM allocations a JOIN ranges r ON r.id=a.range_id JOIN strings s ON "
@@ -386,8 +393,9 @@ static void check_explicit_trace(const char *trace)
                  4);
     cr_expect_eq(tu_int(db, "SELECT COUNT(*) FROM ranges WHERE source='api'"), 3 * 2 + 4 * 2 + 1);
     /* The 5000-character node name: kept up to the documented limit, and counted. */
-    cr_expect_eq(tu_int(db, "SELECT COUNT(*) FROM ranges r JOIN strings s ON s.id=r.name_id WHERE "
-                            "s.value=printf('%%.%us', replace(hex(zeroblob(%u)), '00', 'nn'))",
+    cr_expect_eq(tu_int(db,
+                        "SELECT COUNT(*) FROM ranges r JOIN strings s ON s.id=r.name_id WHERE "
+                        "s.value=printf('%%.%us', replace(hex(zeroblob(%u)), '00', 'nn'))",
                         WS_MAX_STRING, WS_MAX_STRING),
                  1);
     cr_expect_eq(tu_int(db, "SELECT value FROM meta WHERE key='truncated_strings'"), 1);
@@ -462,8 +470,9 @@ Test(trace, failed_allocation_recorded_results_unchanged)
     for (size_t i = 0; i < sizeof failed / sizeof failed[0]; i++) {
         long long rc = rc_of(plain.out, failed[i].label);
         cr_expect_neq(rc, 0);
-        cr_expect_eq(tu_int(db, "SELECT COUNT(*) FROM allocations WHERE api='%s' AND status=%lld AND "
-                                "requested_bytes=%lld AND bytes=0 AND address IS NULL AND free_ns IS NULL",
+        cr_expect_eq(tu_int(db,
+                            "SELECT COUNT(*) FROM allocations WHERE api='%s' AND status=%lld AND "
+                            "requested_bytes=%lld AND bytes=0 AND address IS NULL AND free_ns IS NULL",
                             failed[i].api, rc, failed[i].requested),
                      1, "%s", failed[i].label);
     }
@@ -503,8 +512,9 @@ Test(trace, eight_threads_100k_events_each_nothing_lost)
                  THREADS * PAIRS);
     cr_expect_eq(tu_int(db, "SELECT COUNT(*) FROM api_errors"), 0);
     /* Each worker: its own thread, its own size, exactly PAIRS allocations. */
-    cr_expect_eq(tu_int(db, "SELECT COUNT(*) FROM (SELECT thread_id, bytes FROM allocations GROUP BY thread_id, bytes "
-                            "HAVING COUNT(*)=%d)",
+    cr_expect_eq(tu_int(db,
+                        "SELECT COUNT(*) FROM (SELECT thread_id, bytes FROM allocations GROUP BY thread_id, bytes "
+                        "HAVING COUNT(*)=%d)",
                         PAIRS),
                  THREADS);
     cr_expect_eq(tu_int(db, "SELECT COUNT(DISTINCT thread_id) FROM allocations"), THREADS);
@@ -530,8 +540,8 @@ Test(trace, spool_limit_counts_every_lost_record)
                     tu_int(db, "SELECT COUNT(*) FROM api_errors");
     cr_expect_gt(lost, 0);
     cr_expect_gt(allocs, 0, "the first chunk of the worker is kept");
-    cr_expect_eq(allocs + frees + lost, 2 * PAIRS, "kept %lld + %lld, lost %lld", (long long)allocs,
-                 (long long)frees, (long long)lost);
+    cr_expect_eq(allocs + frees + lost, 2 * PAIRS, "kept %lld + %lld, lost %lld", (long long)allocs, (long long)frees,
+                 (long long)lost);
     sqlite3_close(db);
     tu_result_free(&r);
 }
@@ -930,10 +940,7 @@ static size_t last_chunk(const uint8_t *map, size_t size)
     return best;
 }
 
-static uint8_t *load_spool(const char *path, size_t *size)
-{
-    return (uint8_t *)tu_read_file(path, size);
-}
+static uint8_t *load_spool(const char *path, size_t *size) { return (uint8_t *)tu_read_file(path, size); }
 
 Test(trace, collect_keeps_complete_records_before_a_torn_one)
 {

@@ -35,13 +35,13 @@
 #include "wssim_nvcc.h"
 #include "wstrace.h"
 
-#define CHECK(call)                                                                                          \
-    do {                                                                                                     \
-        cudaError_t err_ = (call);                                                                           \
-        if (err_ != cudaSuccess) {                                                                           \
-            fprintf(stderr, "trace_prog: %s failed: %d at line %d\n", #call, (int)err_, __LINE__);           \
-            exit(70);                                                                                        \
-        }                                                                                                    \
+#define CHECK(call)                                                                                                    \
+    do {                                                                                                               \
+        cudaError_t err_ = (call);                                                                                     \
+        if (err_ != cudaSuccess) {                                                                                     \
+            fprintf(stderr, "trace_prog: %s failed: %d at line %d\n", #call, (int)err_, __LINE__);                     \
+            exit(70);                                                                                                  \
+        }                                                                                                              \
     } while (0)
 
 static unsigned long long tid(void) { return (unsigned long long)syscall(SYS_gettid); }
@@ -90,8 +90,8 @@ __attribute__((constructor)) static void register_nvcc_module(void)
 {
     wssim_register_host_kernel(NVCC_KERNEL_NAME, nvcc_scaler_host);
     nvcc_module = __cudaRegisterFatBinary(fake_fatbin);
-    __cudaRegisterFunction(nvcc_module, (const char *)trace_nvcc_stub, (char *)NVCC_KERNEL_NAME,
-                           NVCC_KERNEL_NAME, -1, NULL, NULL, NULL, NULL, NULL);
+    __cudaRegisterFunction(nvcc_module, (const char *)trace_nvcc_stub, (char *)NVCC_KERNEL_NAME, NVCC_KERNEL_NAME, -1,
+                           NULL, NULL, NULL, NULL, NULL);
     __cudaRegisterFatBinaryEnd(nvcc_module);
 }
 
@@ -140,8 +140,8 @@ static int mode_apis(void)
     cfg.dynamicSmemBytes = 256;
     cfg.stream = s;
     CHECK(cudaLaunchKernelExC(&cfg, (const void *)trace_kernel_shift, args));
-    CHECK(cudaLaunchCooperativeKernel((const void *)trace_kernel_coop, (dim3){7, 1, 1}, (dim3){16, 16, 1}, args,
-                                      0, NULL));
+    CHECK(cudaLaunchCooperativeKernel((const void *)trace_kernel_coop, (dim3){7, 1, 1}, (dim3){16, 16, 1}, args, 0,
+                                      NULL));
     cudaGraph_t graph;
     cudaGraphExec_t exec;
     CHECK(cudaGraphCreate(&graph, 0));
@@ -308,12 +308,12 @@ static int mode_explicit(void)
 
 /* ---- errors: every result the program sees, printed so that runs can be compared ---------------- */
 
-#define SEE(label, call)                                                                                     \
-    do {                                                                                                     \
-        errno = 4242;                                                                                        \
-        int rc_ = (int)(call);                                                                               \
-        int errno_ = errno;                                                                                  \
-        printf("%s rc=%d errno=%d\n", label, rc_, errno_);                                                   \
+#define SEE(label, call)                                                                                               \
+    do {                                                                                                               \
+        errno = 4242;                                                                                                  \
+        int rc_ = (int)(call);                                                                                         \
+        int errno_ = errno;                                                                                            \
+        printf("%s rc=%d errno=%d\n", label, rc_, errno_);                                                             \
     } while (0)
 
 static int mode_errors(void)

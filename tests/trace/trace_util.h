@@ -9,8 +9,8 @@
 
 #define TU_NULL INT64_MIN /* what tu_int returns for SQL NULL */
 
-#define TU_PROG WS_BUILD_DIR "/tests/trace_prog"
-#define TU_WSTRACE WS_BUILD_DIR "/bin/wstrace"
+#define TU_PROG       WS_BUILD_DIR "/tests/trace_prog"
+#define TU_WSTRACE    WS_BUILD_DIR "/bin/wstrace"
 #define TU_LIBWSTRACE WS_BUILD_DIR "/lib/libwstrace.so"
 
 /* The temporary folder of this test process (created on first use), and a path inside it. */
@@ -20,11 +20,11 @@ void tu_path(char *out, size_t len, const char *name);
 void tu_cleanup(void);
 
 struct tu_result {
-    int exited;  /* 1: exited normally with code */
+    int exited; /* 1: exited normally with code */
     int code;
-    int signal;  /* signal that ended it, when !exited */
-    char *out;   /* whole stdout */
-    char *err;   /* whole stderr */
+    int signal; /* signal that ended it, when !exited */
+    char *out;  /* whole stdout */
+    char *err;  /* whole stderr */
 };
 
 /* Run argv[0] with the test's environment minus LD_PRELOAD, NVTX_INJECTION64_PATH, WSTRACE_* and
