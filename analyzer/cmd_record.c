@@ -1,6 +1,7 @@
 /* wstrace record: run a program under libwstrace.so and leave its trace. */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
 #include <signal.h>
@@ -127,8 +128,12 @@ static void recover_children(const char *trace, int keep)
             continue;
         if (kill((pid_t)pid, 0) == 0 || errno != ESRCH)
             continue; /* still running: it converts its own spool when it exits */
-        char child[PATH_MAX + 32];
+        char child[PATH_MAX + 32], spool[PATH_MAX + 64];
         snprintf(child, sizeof child, "%s.%ld", trace, pid);
+        snprintf(spool, sizeof spool, "%s.spool", child);
+        struct stat t, sp;
+        if (stat(child, &t) == 0 && stat(spool, &sp) == 0 && t.st_mtime >= sp.st_mtime)
+            continue; /* converted already (wstrace collect keeps its input) */
         recover_spool(child, keep);
     }
     closedir(d);
@@ -164,20 +169,20 @@ int cmd_record(int argc, char **argv)
         ws_error("record: %s: path too long", output);
         return WS_EXIT_USAGE;
     }
-    /* Fail early, and in one line, when the trace cannot be written at all. */
+    /* Fail early, and in one line, when the trace cannot be written at all.  The probe has a
+     * name of its own: an existing trace or spool is never touched here. */
     char probe[PATH_MAX + 32];
-    snprintf(probe, sizeof probe, "%s.spool", trace);
-    FILE *f = fopen(probe, "a");
-    if (!f) {
-        ws_error("record: cannot write %s: %s", probe, strerror(errno));
+    snprintf(probe, sizeof probe, "%s.probe.%ld", trace, (long)getpid());
+    int fd = open(probe, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        ws_error("record: cannot write beside %s: %s", trace, strerror(errno));
         return WS_EXIT_USAGE;
     }
-    fclose(f);
+    close(fd);
     unlink(probe);
-    if (unlink(trace) != 0 && errno != ENOENT) {
-        ws_error("record: cannot replace %s: %s", trace, strerror(errno));
-        return WS_EXIT_USAGE;
-    }
+    /* An earlier trace stays until the new one replaces it (the collector renames it into place). */
+    struct stat before;
+    int had_trace = stat(trace, &before) == 0;
     if (setup_environment(lib, trace) != 0 || (keep && setenv("WSTRACE_KEEP_SPOOL", "1", 1) != 0)) {
         ws_error("record: cannot set up the environment");
         return WS_EXIT_USAGE;
@@ -201,6 +206,12 @@ int cmd_record(int argc, char **argv)
         }
     recover_spool(trace, keep);
     recover_children(trace, keep);
+    struct stat after;
+    if (stat(trace, &after) != 0)
+        ws_error("record: %s was not written (the program did not load the tracer, or could not write)", trace);
+    else if (had_trace && after.st_ino == before.st_ino && after.st_mtim.tv_sec == before.st_mtim.tv_sec &&
+             after.st_mtim.tv_nsec == before.st_mtim.tv_nsec)
+        ws_error("record: %s was not rewritten: it still holds an earlier trace", trace);
     if (WIFSIGNALED(status))
         return 128 + WTERMSIG(status);
     return WEXITSTATUS(status);

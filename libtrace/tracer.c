@@ -291,17 +291,40 @@ static int create_spool(const char *spool, const char *output)
     return 0;
 }
 
-/* Another live process traces into this spool: it is our parent (fork+exec) or a sibling. */
-static int spool_owned_by_other(const char *spool)
+/* The pid that wrote an existing spool, 0 when there is none (or it is not a spool). */
+static pid_t spool_writer(const char *spool, int *finished)
 {
     int fd = open(spool, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
         return 0;
     struct ws_spool_header h;
-    int other = pread(fd, &h, sizeof h, 0) == (ssize_t)sizeof h && memcmp(h.magic, WS_SPOOL_MAGIC, 8) == 0 &&
-                h.pid != (uint64_t)getpid() && h.end_ns == 0 && kill((pid_t)h.pid, 0) == 0;
+    int valid = pread(fd, &h, sizeof h, 0) == (ssize_t)sizeof h && memcmp(h.magic, WS_SPOOL_MAGIC, 8) == 0;
     close(fd);
-    return other;
+    *finished = valid && h.end_ns != 0;
+    return valid ? (pid_t)h.pid : 0;
+}
+
+/* Another live process traces into this spool: it is our parent (fork+exec) or a sibling. */
+static int spool_owned_by_other(const char *spool)
+{
+    int finished;
+    pid_t pid = spool_writer(spool, &finished);
+    return pid && pid != getpid() && !finished && kill(pid, 0) == 0;
+}
+
+/* A spool left by a process that is gone holds records nobody converted: move it to
+ * OUTPUT.<pid>.spool, where 'wstrace collect' finds it, instead of overwriting it. */
+static void keep_stale_spool(const char *spool)
+{
+    int finished;
+    pid_t pid = spool_writer(spool, &finished);
+    if (!pid || pid == getpid() || (!finished && kill(pid, 0) == 0))
+        return;
+    char aside[PATH_MAX + 256];
+    snprintf(aside, sizeof aside, "%s.%ld.spool", g.output, (long)pid);
+    if (access(aside, F_OK) != 0 && rename(spool, aside) == 0)
+        warn_line("an earlier process left its spool unconverted; it is kept as %s (run 'wstrace collect %s')", aside,
+                  aside);
 }
 
 static void set_paths(const char *output)
@@ -323,6 +346,7 @@ static int open_spool(void)
         return 0;
     if (spool_owned_by_other(g.spool))
         set_paths(own);
+    keep_stale_spool(g.spool);
     if (create_spool(g.spool, g.output) == 0)
         return 0;
     warn_line("cannot write the trace spool %s: %s; the program runs untraced", g.spool, strerror(errno));

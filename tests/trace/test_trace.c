@@ -696,6 +696,60 @@ Test(trace, sigkill_recovered_by_record)
     tu_result_free(&r);
 }
 
+/* A second process tracing into the same output must not overwrite the spool of a killed one:
+ * it is moved aside to TRACE.<pid>.spool (one line says so) and still recovers completely. */
+Test(trace, unconverted_spool_of_a_dead_process_is_kept_aside)
+{
+    char trace[512], spool[600], aside[700];
+    trace_path(trace, sizeof trace);
+    snprintf(spool, sizeof spool, "%s.spool", trace);
+    run_killed(trace);
+    struct tu_result r;
+    tu_run_traced(&r, trace, NULL, ARGV("plain", "0"));
+    cr_assert(r.exited && r.code == 0, "exit %d: %s", r.code, r.err);
+    cr_expect_eq(tu_lines(r.err), 1, "one line about the kept spool: '%s'", r.err);
+    /* The line names the file; the killed program's pid is in it. */
+    const char *at = strstr(r.err, trace);
+    cr_assert_not_null(at, "'%s'", r.err);
+    long pid = strtol(at + strlen(trace) + 1, NULL, 10);
+    cr_assert_gt(pid, 0);
+    snprintf(aside, sizeof aside, "%s.%ld.spool", trace, pid);
+    cr_assert(tu_exists(aside), "%s", aside);
+    cr_expect(tu_exists(trace), "the new process wrote its own trace");
+    tu_result_free(&r);
+    char recovered[600];
+    snprintf(recovered, sizeof recovered, "%s.%ld", trace, pid);
+    tu_run(&r, NULL, ((const char *const[]){TU_WSTRACE, "collect", aside, NULL}));
+    cr_assert(r.exited && r.code == 0, "collect: exit %d: %s", r.code, r.err);
+    check_killed_trace(recovered);
+    tu_result_free(&r);
+}
+
+/* record keeps an earlier trace until the new one replaces it, and says so when none comes. */
+Test(trace, record_never_deletes_an_earlier_trace)
+{
+    char trace[512];
+    trace_path(trace, sizeof trace);
+    struct tu_result r;
+    record(&r, trace, ARGV("plain", "0"));
+    cr_assert(r.exited && r.code == 0, "exit %d: %s", r.code, r.err);
+    tu_result_free(&r);
+    sqlite3 *db = tu_open(trace);
+    int64_t first_pid = tu_int(db, "SELECT value FROM meta WHERE key='pid'");
+    sqlite3_close(db);
+    /* A run that cannot trace (bad configuration) leaves the earlier trace in place. */
+    const char *san = tu_sanitizer_preload();
+    const char *env[] = {"WSTRACE_SPOOL_MAX=banana", san, NULL};
+    const char *argv[] = {TU_WSTRACE, "record", "-o", trace, "--", TU_PROG, "plain", "0", NULL};
+    tu_run(&r, env, argv);
+    cr_expect(r.exited && r.code == 0, "exit %d: %s", r.code, r.err);
+    cr_expect_not_null(strstr(r.err, "still holds an earlier trace"), "'%s'", r.err);
+    db = tu_open(trace);
+    cr_expect_eq(tu_int(db, "SELECT value FROM meta WHERE key='pid'"), first_pid);
+    sqlite3_close(db);
+    tu_result_free(&r);
+}
+
 /* ---- configuration and unwritable output ---------------------------------------------------- */
 
 /* The traced run must look exactly like the untraced one, plus n_err_lines on stderr. */
