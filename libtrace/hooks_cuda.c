@@ -446,13 +446,17 @@ WS_EXPORT cudaError_t __cudaGetKernel(cudaKernel_t *kernel, const void *host_fun
     return rc;
 }
 
-/* A launched function is named once per thread (a small direct-mapped cache of what was named);
- * host functions on the simulated device are named from the dynamic symbol table. */
-static WS_TLS const void *named_cache[16];
+/* A launched function is named once per thread and spool (a direct-mapped cache of what was
+ * named: a kernel seen again costs one compare); host functions on the simulated device are named
+ * from the dynamic symbol table.  Registered device names (__cudaRegisterFunction) win over these
+ * in the collector. */
+#define NAMED_SLOTS 64u
+static WS_TLS const void *named_cache[NAMED_SLOTS];
 
 void ws_note_function(const void *fn)
 {
-    unsigned slot = (unsigned)(((uintptr_t)fn >> 4) & 15u);
+    uintptr_t a = (uintptr_t)fn;
+    unsigned slot = (unsigned)((a >> 4) ^ (a >> 10)) & (NAMED_SLOTS - 1);
     if (named_cache[slot] == fn)
         return;
     named_cache[slot] = fn;
@@ -460,3 +464,5 @@ void ws_note_function(const void *fn)
     if (fn && dladdr(fn, &info) && info.dli_sname && info.dli_saddr == fn)
         record_symbol(fn, info.dli_sname, 0, 0);
 }
+
+void ws_forget_named_functions(void) { memset(named_cache, 0, sizeof named_cache); }

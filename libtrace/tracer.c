@@ -382,6 +382,7 @@ static void after_fork_child(void)
         munmap(ws_self.chunk, WS_CHUNK_BYTES);
     ws_self.chunk = NULL;
     ws_self.serial = 0;
+    ws_forget_named_functions();
     munmap(g.hdr, WS_SPOOL_HEADER_BYTES);
     close(g.fd);
     g.hdr = NULL;

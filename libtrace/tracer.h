@@ -99,5 +99,7 @@ void ws_tracer_stop(void);
 
 /* Called by the hooks when a function pointer is launched: records its symbol once per thread. */
 void ws_note_function(const void *fn);
+/* A forked child writes a new spool: the names its thread recorded went to the parent's. */
+void ws_forget_named_functions(void);
 
 #endif

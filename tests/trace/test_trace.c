@@ -589,6 +589,10 @@ Test(trace, forked_child_writes_its_own_trace)
     cr_expect_eq(tu_int(db, "SELECT COUNT(*) FROM allocations WHERE bytes=222"), 3);
     cr_expect_eq(tu_int(db, "SELECT COUNT(*) FROM allocations WHERE free_ns IS NOT NULL"), 1);
     cr_expect_eq(tu_int(db, "SELECT value FROM meta WHERE key='clean_exit'"), 1);
+    char *kernel = tu_text(db, "SELECT s.value FROM launches l JOIN strings s ON s.id = l.kernel_name_id");
+    cr_expect_str_eq(kernel ? kernel : "(unnamed)", "trace_kernel_scale",
+                     "a kernel named in the parent before the fork is named in the child's trace too");
+    free(kernel);
     sqlite3_close(db);
     tu_result_free(&r);
 }

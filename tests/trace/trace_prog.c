@@ -378,9 +378,13 @@ static int mode_stress(int threads, int pairs)
 static int mode_fork(void)
 {
     void *p[4];
+    int counter = 0, *counter_ptr = &counter;
+    void *args[] = {&counter_ptr};
     CHECK(cudaMalloc(&p[0], 111));
     CHECK(cudaMalloc(&p[1], 111));
     CHECK(cudaFree(p[1]));
+    /* launched before the fork and again in the child: both traces must name it */
+    CHECK(cudaLaunchKernel((const void *)trace_kernel_scale, (dim3){1, 1, 1}, (dim3){1, 1, 1}, args, 0, NULL));
     fflush(stdout);
     pid_t child = fork();
     if (child < 0)
@@ -391,6 +395,7 @@ static int mode_fork(void)
             CHECK(cudaMalloc(&q[i], 222));
         CHECK(cudaFree(q[0]));
         CHECK(cudaFree(p[0])); /* allocated by the parent before the fork: freed in the child */
+        CHECK(cudaLaunchKernel((const void *)trace_kernel_scale, (dim3){1, 1, 1}, (dim3){1, 1, 1}, args, 0, NULL));
         exit(0);
     }
     int status;
