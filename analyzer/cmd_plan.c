@@ -10,12 +10,14 @@
 #include <string.h>
 
 #include "commands.h"
+#include "outfile.h"
 #include "planner.h"
 #include "problem_csv.h"
+#include "svg_plan.h"
 #include "tracedb.h"
 
 struct plan_args {
-    const char *trace, *problem, *output;
+    const char *trace, *problem, *output, *svg;
     uint64_t align;
     int align_given;
     double time_limit;
@@ -26,8 +28,9 @@ struct plan_args {
 static void plan_usage(FILE *out)
 {
     fprintf(out,
-            "usage: wstrace plan TRACE [--align N] [--time-limit S] [--seed N] [--json]\n"
-            "       wstrace plan --problem FILE.csv [-o OUT.csv] [--align N] [--time-limit S] [--seed N] [--json]\n\n"
+            "usage: wstrace plan TRACE [--svg FILE.svg] [--align N] [--time-limit S] [--seed N] [--json]\n"
+            "       wstrace plan --problem FILE.csv [-o OUT.csv] [--svg FILE.svg] [--align N] [--time-limit S]\n"
+            "                    [--seed N] [--json]\n\n"
             "Compute a static memory layout: an offset in one backing buffer for every block, no two blocks\n"
             "alive at the same time sharing an address.\n\n"
             "With TRACE, plans the first run of each shape key from the lifetimes table (run 'wstrace\n"
@@ -38,6 +41,8 @@ static void plan_usage(FILE *out)
             "options:\n"
             "  --problem FILE     plan a standalone CSV problem instead of a trace\n"
             "  -o, --output OUT   with --problem: write the solution as CSV\n"
+            "  --svg FILE         draw the layout: blocks over time and offset, the bounds, live bytes\n"
+            "                     (one panel per plan of a trace); a bad path fails before planning\n"
             "  --align N          block alignment in bytes (default 256 for traces, 1 for problems)\n"
             "  --time-limit S     search for a smaller layout for up to S seconds (default 0: heuristics only)\n"
             "  --seed N           seed of the search (default 1)\n"
@@ -68,7 +73,8 @@ static int parse_plan_args(int argc, char **argv, struct plan_args *a)
         {"problem", required_argument, NULL, 'p'}, {"output", required_argument, NULL, 'o'},
         {"align", required_argument, NULL, 'a'},   {"time-limit", required_argument, NULL, 't'},
         {"seed", required_argument, NULL, 's'},    {"json", no_argument, NULL, 'j'},
-        {"help", no_argument, NULL, 'h'},          {NULL, 0, NULL, 0}};
+        {"svg", required_argument, NULL, 'g'},     {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0}};
     memset(a, 0, sizeof *a);
     a->seed = 1;
     optind = 1;
@@ -77,6 +83,13 @@ static int parse_plan_args(int argc, char **argv, struct plan_args *a)
         switch (c) {
         case 'p': a->problem = optarg; break;
         case 'o': a->output = optarg; break;
+        case 'g':
+            if (!strcmp(optarg, "-")) { /* it would be mixed with the table or JSON on stdout */
+                ws_error("--svg: expected a file name, not '-'");
+                return -1;
+            }
+            a->svg = optarg;
+            break;
         case 'a':
             if (parse_number("--align", optarg, &a->align))
                 return -1;
@@ -153,14 +166,83 @@ static void print_problem_table(const char *path, const struct ws_plan_result *r
     printf("algorithm    %s\n", r->algorithm);
 }
 
+/* The picture's file is opened (as a temporary file) before anything is planned or written, so
+ * that a path that cannot be written fails at once and leaves every output as it was. */
+static int open_svg(const struct plan_args *a, struct ws_outfile *svg)
+{
+    char err[512];
+    memset(svg, 0, sizeof *svg);
+    if (a->svg && ws_outfile_open(svg, a->svg, err, sizeof err)) {
+        ws_error("%s", err);
+        return -1;
+    }
+    return 0;
+}
+
+/* Rename the finished picture into place (ok) or remove it; -1 (message printed) on failure. */
+static int close_svg(struct ws_outfile *svg, int ok)
+{
+    char err[512];
+    if (ws_outfile_close(svg, ok, err, sizeof err) && ok) {
+        ws_error("%s", err);
+        return -1;
+    }
+    return 0;
+}
+
+static int draw_svg(const struct plan_args *a, struct ws_outfile *svg, const struct ws_svg_panel *panels,
+                    size_t npanels)
+{
+    char err[256];
+    if (ws_svg_plan_write(svg->fp, panels, npanels, err, sizeof err)) {
+        ws_error("%s: %s", a->svg, err);
+        return -1;
+    }
+    return 0;
+}
+
+static int problem_svg(const struct plan_args *a, struct ws_outfile *svg, const struct ws_problem *pr,
+                       const struct ws_plan_result *r)
+{
+    struct ws_svg_block *blocks = malloc(pr->n * sizeof *blocks + 1);
+    char *title = malloc(strlen(a->problem) + 16);
+    int rc = -1;
+    if (!blocks || !title) {
+        ws_error("%s: out of memory", a->svg);
+        goto out;
+    }
+    for (size_t i = 0; i < pr->n; i++) {
+        const struct ws_plan_buffer *b = &pr->buffers[i];
+        blocks[i] = (struct ws_svg_block){.lower = b->lower,
+                                          .upper = b->upper,
+                                          .offset = b->offset,
+                                          .size = b->size,
+                                          .live_bytes = b->size,
+                                          .cls = WS_SVG_PLAIN,
+                                          .id = b->id};
+    }
+    const char *base = strrchr(a->problem, '/');
+    sprintf(title, "problem %s", base ? base + 1 : a->problem);
+    struct ws_svg_panel panel = {title, "time", blocks, pr->n, r->peak_bytes, r->load_bound_bytes, a->align};
+    rc = draw_svg(a, svg, &panel, 1);
+out:
+    free(blocks);
+    free(title);
+    return rc;
+}
+
 static int plan_problem(const struct plan_args *a)
 {
     struct ws_problem pr;
     struct ws_plan_result r;
+    struct ws_outfile svg;
     char err[512];
     int rc = WS_EXIT_USAGE;
+    if (open_svg(a, &svg))
+        return WS_EXIT_USAGE;
     if (ws_problem_read(a->problem, &pr, err, sizeof err)) {
         ws_error("%s", err);
+        close_svg(&svg, 0);
         return WS_EXIT_USAGE;
     }
     struct ws_plan_options o = {a->align, a->time_limit, a->seed};
@@ -172,14 +254,19 @@ static int plan_problem(const struct plan_args *a)
         ws_error("%s: the planned peak exceeds 2^63 bytes", a->problem);
         goto out;
     }
+    if (a->svg && problem_svg(a, &svg, &pr, &r))
+        goto out;
     if (a->output && ws_problem_write(a->output, &pr, err, sizeof err)) {
         ws_error("%s", err);
         goto out;
     }
+    if (close_svg(&svg, 1))
+        goto out;
     if (a->json ? print_problem_json(a->problem, &r) : (print_problem_table(a->problem, &r), 0))
         goto out;
     rc = WS_EXIT_OK;
 out:
+    close_svg(&svg, 0); /* no-op once committed */
     ws_problem_free(&pr);
     return rc;
 }
@@ -535,13 +622,138 @@ static void print_trace_table(const struct trace_ctx *t, uint64_t align)
     }
 }
 
+/* Node names of the blocks, sorted by string id, for the picture's tooltips. */
+struct node_names {
+    int64_t *id;
+    char **name;
+    size_t n;
+};
+
+static void free_node_names(struct node_names *nn)
+{
+    for (size_t i = 0; i < nn->n; i++)
+        free(nn->name[i]);
+    free(nn->id);
+    free(nn->name);
+}
+
+static int load_node_names(struct trace_ctx *t, struct node_names *nn)
+{
+    static const char sql[] = "SELECT id, value FROM strings WHERE id IN (SELECT node_name_id FROM lifetimes) "
+                              "ORDER BY id";
+    sqlite3_stmt *st = NULL;
+    int rc = -1, step;
+    size_t cap = 0;
+    memset(nn, 0, sizeof *nn);
+    if (sqlite3_prepare_v2(t->db, sql, -1, &st, NULL) != SQLITE_OK) {
+        sql_fail(t, "cannot read node names");
+        goto out;
+    }
+    while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+        if (nn->n == cap) {
+            cap = cap ? 2 * cap : 64;
+            int64_t *id = realloc(nn->id, cap * sizeof *id);
+            if (id)
+                nn->id = id;
+            char **name = id ? realloc(nn->name, cap * sizeof *name) : NULL;
+            if (!name) {
+                ws_error("%s: out of memory", t->path);
+                goto out;
+            }
+            nn->name = name;
+        }
+        const unsigned char *v = sqlite3_column_text(st, 1);
+        if (!(nn->name[nn->n] = strdup(v ? (const char *)v : ""))) {
+            ws_error("%s: out of memory", t->path);
+            goto out;
+        }
+        nn->id[nn->n++] = sqlite3_column_int64(st, 0);
+    }
+    if (step != SQLITE_DONE) {
+        sql_fail(t, "cannot read node names");
+        goto out;
+    }
+    rc = 0;
+out:
+    sqlite3_finalize(st);
+    return rc;
+}
+
+static const char *node_name(const struct node_names *nn, int64_t id)
+{
+    size_t lo = 0, hi = nn->n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (nn->id[mid] < id)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < nn->n && nn->id[lo] == id ? nn->name[lo] : NULL;
+}
+
+/* One panel per plan, in the order of the table. */
+static int trace_svg(struct trace_ctx *t, const struct plan_args *a, struct ws_outfile *svg)
+{
+    struct node_names nn;
+    struct ws_svg_panel *panels = calloc(t->nplans, sizeof *panels);
+    int rc = -1;
+    if (load_node_names(t, &nn))
+        goto out;
+    if (!panels)
+        goto oom;
+    for (size_t k = 0; k < t->nplans; k++) {
+        const struct trace_plan *p = &t->plans[k];
+        struct ws_svg_block *blocks = malloc(p->n * sizeof *blocks + 1);
+        char *title = malloc((p->shape_key ? strlen(p->shape_key) : 0) + 64);
+        panels[k] = (struct ws_svg_panel){
+            title, "event index", blocks, p->n, p->result.peak_bytes, p->result.load_bound_bytes, a->align};
+        if (!blocks || !title)
+            goto oom;
+        if (p->shape_key)
+            sprintf(title, "shape key %s, run %" PRId64, p->shape_key, p->run_id);
+        else
+            sprintf(title, "no shape key, run %" PRId64, p->run_id);
+        for (size_t i = 0; i < p->n; i++) {
+            const struct block_row *r = &p->rows[i];
+            const struct ws_plan_buffer *b = &p->buf[i];
+            blocks[i] = (struct ws_svg_block){.lower = b->lower,
+                                              .upper = b->upper,
+                                              .offset = b->offset,
+                                              .size = b->size,
+                                              .live_bytes = r->requested,
+                                              .cls = r->workspace ? WS_SVG_WORKSPACE : WS_SVG_ACTIVATION,
+                                              .id = (uint64_t)r->allocation_id,
+                                              .name = r->has_node ? node_name(&nn, r->node_name_id) : NULL,
+                                              .slot = r->slot,
+                                              .has_slot = r->has_slot};
+        }
+    }
+    rc = draw_svg(a, svg, panels, t->nplans);
+    goto out;
+oom:
+    ws_error("%s: out of memory", a->svg);
+out:
+    for (size_t k = 0; panels && k < t->nplans; k++) {
+        free((void *)panels[k].title);
+        free((void *)panels[k].blocks);
+    }
+    free(panels);
+    free_node_names(&nn);
+    return rc;
+}
+
 static int plan_trace(const struct plan_args *a)
 {
     struct trace_ctx t = {.path = a->trace};
+    struct ws_outfile svg;
     char err[512];
     int rc = WS_EXIT_USAGE;
+    if (open_svg(a, &svg))
+        return WS_EXIT_USAGE;
     if (ws_tracedb_open(a->trace, WS_TRACEDB_WRITE, &t.db, err, sizeof err)) {
         ws_error("%s", err);
+        close_svg(&svg, 0);
         return WS_EXIT_USAGE;
     }
     int have = have_lifetimes(&t);
@@ -555,12 +767,16 @@ static int plan_trace(const struct plan_args *a)
     for (size_t k = 0; k < t.nplans; k++)
         if (solve_trace_plan(&t, &t.plans[k], a))
             goto out;
-    if (write_plans(&t, a->align))
+    /* The picture is drawn before the tables are written and renamed into place after them. */
+    if (a->svg && trace_svg(&t, a, &svg))
+        goto out;
+    if (write_plans(&t, a->align) || close_svg(&svg, 1))
         goto out;
     if (a->json ? print_trace_json(&t, a->align) : (print_trace_table(&t, a->align), 0))
         goto out;
     rc = WS_EXIT_OK;
 out:
+    close_svg(&svg, 0); /* no-op once committed */
     for (size_t k = 0; k < t.nplans; k++) {
         free(t.plans[k].buf);
         free(t.plans[k].rows);

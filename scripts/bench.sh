@@ -53,17 +53,20 @@ bench_collector() {
     local spool=$tmp/collect.db.spool
     LD_PRELOAD="$lib/libwstrace.so" WSTRACE_OUTPUT="$tmp/collect.db" WSTRACE_COLLECT=0 \
         "$bin/ws_hookbench" "$iterations" >/dev/null
-    local t0 t1 records
-    t0=$(date +%s.%N)
-    "$bin/wstrace" collect -o "$tmp/collect.db" "$spool" >"$tmp/collect.txt"
-    t1=$(date +%s.%N)
+    /usr/bin/time -f "%e %U %S %M" -o "$tmp/collect.time" \
+        "$bin/wstrace" collect -o "$tmp/collect.db" "$spool" >"$tmp/collect.txt"
+    local wall user sys rss records
+    read -r wall user sys rss <"$tmp/collect.time"
     records=$(sqlite3 "$tmp/collect.db" "SELECT value FROM meta WHERE key='records'")
     echo "### Collector throughput"
     echo
-    echo "| events | spool MiB | seconds | events/s |"
-    echo "|---:|---:|---:|---:|"
-    awk -v n="$records" -v a="$t0" -v b="$t1" -v s="$(stat -c %s "$spool")" \
-        'BEGIN { printf "| %d | %.0f | %.2f | %.0f |\n", n, s/1048576, b-a, n/(b-a) }'
+    echo "Spool of ws_hookbench $iterations (cudaMalloc, cudaLaunchKernel, cudaFree) to SQLite with \`wstrace collect\`."
+    echo
+    echo "| events | spool MiB | trace MiB | wall s | CPU s | events/s (wall) | events/s (CPU) | peak memory MiB |"
+    echo "|---:|---:|---:|---:|---:|---:|---:|---:|"
+    awk -v n="$records" -v w="$wall" -v u="$user" -v y="$sys" -v r="$rss" -v s="$(stat -c %s "$spool")" \
+        -v d="$(stat -c %s "$tmp/collect.db")" \
+        'BEGIN { printf "| %d | %.0f | %.0f | %.2f | %.2f | %.0f | %.0f | %.0f |\n", n, s/1048576, d/1048576, w, u+y, n/w, n/(u+y), r/1024 }'
     echo
     rm -f "$spool" "$tmp/collect.db"
 }

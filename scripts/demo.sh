@@ -3,8 +3,9 @@
 # plan it, run it again under the plan, and compare the two traces.
 #
 # Leaves in out/demo/: dynamic.db, arena.db and planned.db (the traces), report.md (dynamic
-# against planned), arena-report.md (a caching arena against planned), and the outputs of each
-# step (*.txt).  Uses the GPU when one is present, else the simulated
+# against planned), arena-report.md (a caching arena against planned), plan.svg (a picture of the
+# layouts: blocks over time and offset, one panel per shape key), and the outputs of each step
+# (*.txt).  Uses the GPU when one is present, else the simulated
 # device.  Options: WSK_ARGS overrides the workload configuration.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -52,7 +53,7 @@ say "verify Level-2 declarations against Level 1 and observed use"
 tail -n 2 "$out/verify.txt"
 
 say "plan: one static layout per shape key"
-"$wstrace" plan "$out/dynamic.db" | tee "$out/plan.txt"
+"$wstrace" plan "$out/dynamic.db" --svg "$out/plan.svg" | tee "$out/plan.txt"
 
 say "run the workload again under the plan (planned.db)"
 "$wstrace" record -o "$out/planned.db" -- "$wsk" "${workload[@]}" --alloc plan --plan "$out/dynamic.db" \
