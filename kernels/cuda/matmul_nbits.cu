@@ -3,34 +3,8 @@
  * element; the split-K tactic gives each z-slice of the grid a range of K blocks and writes fp32
  * partial sums to the workspace, reduced in split order by wsk_matmul_reduce.
  */
+#include "matmul_nbits_dot.h"
 #include "wsk_cuda.cuh"
-
-__device__ static float zero_point(const uint8_t *zp, uint32_t n, uint32_t blk, uint32_t kblocks)
-{
-    if (!zp)
-        return 8.0f;
-    uint8_t byte = zp[(uint64_t)n * ((kblocks + 1) / 2) + blk / 2];
-    return (float)((blk & 1) ? byte >> 4 : byte & 15);
-}
-
-__device__ static float dot_blocks(const float *x, const uint8_t *w, const float *scales, const uint8_t *zp, uint32_t K,
-                                   uint32_t n, uint32_t b0, uint32_t b1)
-{
-    uint32_t kblocks = (K + WSK_QBLOCK - 1) / WSK_QBLOCK;
-    float acc = 0.0f;
-    for (uint32_t blk = b0; blk < b1; blk++) {
-        const uint8_t *packed = w + ((uint64_t)n * kblocks + blk) * WSK_QBLOCK_BYTES;
-        float z = zero_point(zp, n, blk, kblocks), part = 0.0f;
-        uint32_t k0 = blk * WSK_QBLOCK, len = K - k0 < WSK_QBLOCK ? K - k0 : WSK_QBLOCK;
-        for (uint32_t i = 0; i < len; i++) {
-            uint8_t byte = packed[i / 2];
-            float q = (float)((i & 1) ? byte >> 4 : byte & 15);
-            part += x[k0 + i] * (q - z);
-        }
-        acc += part * scales[(uint64_t)n * kblocks + blk];
-    }
-    return acc;
-}
 
 /* grid (ceil(N/WSK_MATMUL_TILE_N), M), block WSK_MATMUL_TILE_N */
 extern "C" __global__ void wsk_matmul_gemv(float *y, const float *x, const uint8_t *w, const float *scales,
@@ -40,7 +14,7 @@ extern "C" __global__ void wsk_matmul_gemv(float *y, const float *x, const uint8
     if (n >= N || m >= M)
         return;
     uint32_t kblocks = (K + WSK_QBLOCK - 1) / WSK_QBLOCK;
-    y[(uint64_t)m * N + n] = dot_blocks(x + (uint64_t)m * K, w, scales, zp, K, n, 0, kblocks);
+    y[(uint64_t)m * N + n] = wsk_dot_blocks(x + (uint64_t)m * K, w, scales, zp, K, n, 0, kblocks);
 }
 
 /* grid (ceil(N/WSK_MATMUL_TILE_N), M, split_k), block WSK_MATMUL_TILE_N */
@@ -53,7 +27,7 @@ extern "C" __global__ void wsk_matmul_splitk(float *ws, const float *x, const ui
     uint32_t kblocks = (K + WSK_QBLOCK - 1) / WSK_QBLOCK, per = (kblocks + split_k - 1) / split_k;
     uint32_t b0 = s * per < kblocks ? s * per : kblocks;
     uint32_t b1 = b0 + per < kblocks ? b0 + per : kblocks;
-    ws[((uint64_t)s * M + m) * N + n] = dot_blocks(x + (uint64_t)m * K, w, scales, zp, K, n, b0, b1);
+    ws[((uint64_t)s * M + m) * N + n] = wsk_dot_blocks(x + (uint64_t)m * K, w, scales, zp, K, n, b0, b1);
 }
 
 extern "C" __global__ void wsk_matmul_reduce(float *y, const float *ws, uint32_t M, uint32_t N, uint32_t split_k)
