@@ -20,10 +20,13 @@ void __cudaRegisterFunction(void **fat_cubin, const char *host_fun, char *device
 /* The one table of real symbols: X(name). */
 #define WS_REAL_SYMBOLS(X)                                                                                             \
     X(cudaMalloc)                                                                                                      \
-    X(cudaFree) X(cudaMallocAsync) X(cudaFreeAsync) X(cudaMallocFromPoolAsync) X(cudaMallocManaged) X(cudaMallocPitch) \
-        X(cudaMallocHost) X(cudaHostAlloc) X(cudaFreeHost) X(cudaLaunchKernel) X(cudaLaunchKernelExC)                  \
-            X(cudaLaunchCooperativeKernel) X(cudaGraphLaunch) X(cudaSetDevice) X(__cudaGetKernel)                      \
-                X(__cudaLaunchKernel) X(__cudaLaunchKernel_ptsz) X(__cudaRegisterFunction)
+    X(cudaFree)                                                                                                        \
+    X(cudaMallocAsync)                                                                                                 \
+    X(cudaFreeAsync)                                                                                                   \
+    X(cudaMallocFromPoolAsync) X(cudaMallocManaged) X(cudaMallocPitch) X(cudaMallocHost) X(cudaHostAlloc)              \
+        X(cudaFreeHost) X(cudaLaunchKernel) X(cudaLaunchKernelExC) X(cudaLaunchCooperativeKernel) X(cudaGraphLaunch)   \
+            X(cudaSetDevice) X(__cudaGetKernel) X(__cudaLaunchKernel) X(__cudaLaunchKernel_ptsz)                       \
+                X(__cudaRegisterFunction)
 
 #define WS_REAL_FIELD(name) __typeof__(&name) name;
 static struct {
@@ -68,6 +71,26 @@ static void resolve_real(void)
 
 /* A missing real symbol answers with the runtime's own code for an unresolvable symbol. */
 #define MISSING cudaErrorSharedObjectSymbolNotFound
+
+/*
+ * The body of every hook: forward to the real function, then, when WANTED and unless tracing is
+ * off or this is the tracer's own call, run RECORD (which sees the result as rc) with errno saved
+ * and restored.
+ */
+#define FORWARD_AND_RECORD(name, args, RECORD) FORWARD_AND_RECORD_IF(name, args, 1, RECORD)
+#define FORWARD_AND_RECORD_IF(name, args, WANTED, RECORD)                                                              \
+    do {                                                                                                               \
+        __typeof__(real.name) fn = REAL(name);                                                                         \
+        if (!fn)                                                                                                       \
+            return MISSING;                                                                                            \
+        if (!(WANTED) || !ws_hook_enter())                                                                             \
+            return fn args;                                                                                            \
+        cudaError_t rc = fn args;                                                                                      \
+        int saved = errno;                                                                                             \
+        RECORD;                                                                                                        \
+        ws_hook_leave(saved);                                                                                          \
+        return rc;                                                                                                     \
+    } while (0)
 
 static WS_TLS int current_device;
 
@@ -135,70 +158,33 @@ static inline void record_launch(uint8_t api, cudaError_t rc, const void *fn, di
 
 WS_EXPORT cudaError_t cudaMalloc(void **ptr, size_t size)
 {
-    __typeof__(real.cudaMalloc) fn = REAL(cudaMalloc);
-    if (!fn)
-        return MISSING;
-    if (!ws_hook_enter())
-        return fn(ptr, size);
-    cudaError_t rc = fn(ptr, size);
-    int saved = errno;
-    record_alloc(WS_API_cudaMalloc, rc, ptr ? *ptr : NULL, size, size, 0, WS_MEM_DEVICE, 0);
-    ws_hook_leave(saved);
-    return rc;
+    FORWARD_AND_RECORD(cudaMalloc, (ptr, size),
+                       record_alloc(WS_API_cudaMalloc, rc, ptr ? *ptr : NULL, size, size, 0, WS_MEM_DEVICE, 0));
 }
 
 WS_EXPORT cudaError_t cudaMallocAsync(void **ptr, size_t size, cudaStream_t stream)
 {
-    __typeof__(real.cudaMallocAsync) fn = REAL(cudaMallocAsync);
-    if (!fn)
-        return MISSING;
-    if (!ws_hook_enter())
-        return fn(ptr, size, stream);
-    cudaError_t rc = fn(ptr, size, stream);
-    int saved = errno;
-    record_alloc(WS_API_cudaMallocAsync, rc, ptr ? *ptr : NULL, size, size, stream, WS_MEM_DEVICE, 0);
-    ws_hook_leave(saved);
-    return rc;
+    FORWARD_AND_RECORD(
+        cudaMallocAsync, (ptr, size, stream),
+        record_alloc(WS_API_cudaMallocAsync, rc, ptr ? *ptr : NULL, size, size, stream, WS_MEM_DEVICE, 0));
 }
 
 WS_EXPORT cudaError_t cudaMallocFromPoolAsync(void **ptr, size_t size, cudaMemPool_t pool, cudaStream_t stream)
 {
-    __typeof__(real.cudaMallocFromPoolAsync) fn = REAL(cudaMallocFromPoolAsync);
-    if (!fn)
-        return MISSING;
-    if (!ws_hook_enter())
-        return fn(ptr, size, pool, stream);
-    cudaError_t rc = fn(ptr, size, pool, stream);
-    int saved = errno;
-    record_alloc(WS_API_cudaMallocFromPoolAsync, rc, ptr ? *ptr : NULL, size, size, stream, WS_MEM_DEVICE,
-                 (uint64_t)(uintptr_t)pool);
-    ws_hook_leave(saved);
-    return rc;
+    FORWARD_AND_RECORD(cudaMallocFromPoolAsync, (ptr, size, pool, stream),
+                       record_alloc(WS_API_cudaMallocFromPoolAsync, rc, ptr ? *ptr : NULL, size, size, stream,
+                                    WS_MEM_DEVICE, (uint64_t)(uintptr_t)pool));
 }
 
 WS_EXPORT cudaError_t cudaMallocManaged(void **ptr, size_t size, unsigned int flags)
 {
-    __typeof__(real.cudaMallocManaged) fn = REAL(cudaMallocManaged);
-    if (!fn)
-        return MISSING;
-    if (!ws_hook_enter())
-        return fn(ptr, size, flags);
-    cudaError_t rc = fn(ptr, size, flags);
-    int saved = errno;
-    record_alloc(WS_API_cudaMallocManaged, rc, ptr ? *ptr : NULL, size, size, 0, WS_MEM_MANAGED, flags);
-    ws_hook_leave(saved);
-    return rc;
+    FORWARD_AND_RECORD(
+        cudaMallocManaged, (ptr, size, flags),
+        record_alloc(WS_API_cudaMallocManaged, rc, ptr ? *ptr : NULL, size, size, 0, WS_MEM_MANAGED, flags));
 }
 
-WS_EXPORT cudaError_t cudaMallocPitch(void **ptr, size_t *pitch, size_t width, size_t height)
+static void record_pitch(cudaError_t rc, void **ptr, const size_t *pitch, size_t width, size_t height)
 {
-    __typeof__(real.cudaMallocPitch) fn = REAL(cudaMallocPitch);
-    if (!fn)
-        return MISSING;
-    if (!ws_hook_enter())
-        return fn(ptr, pitch, width, height);
-    cudaError_t rc = fn(ptr, pitch, width, height);
-    int saved = errno;
     uint64_t requested, bytes = 0;
     if (__builtin_mul_overflow((uint64_t)width, (uint64_t)height, &requested))
         requested = UINT64_MAX;
@@ -206,81 +192,42 @@ WS_EXPORT cudaError_t cudaMallocPitch(void **ptr, size_t *pitch, size_t width, s
         bytes = UINT64_MAX;
     record_alloc(WS_API_cudaMallocPitch, rc, ptr ? *ptr : NULL, requested, bytes, 0, WS_MEM_DEVICE,
                  rc == cudaSuccess && pitch ? *pitch : 0);
-    ws_hook_leave(saved);
-    return rc;
+}
+
+WS_EXPORT cudaError_t cudaMallocPitch(void **ptr, size_t *pitch, size_t width, size_t height)
+{
+    FORWARD_AND_RECORD(cudaMallocPitch, (ptr, pitch, width, height), record_pitch(rc, ptr, pitch, width, height));
 }
 
 WS_EXPORT cudaError_t cudaMallocHost(void **ptr, size_t size)
 {
-    __typeof__(real.cudaMallocHost) fn = REAL(cudaMallocHost);
-    if (!fn)
-        return MISSING;
-    if (!ws_hook_enter())
-        return fn(ptr, size);
-    cudaError_t rc = fn(ptr, size);
-    int saved = errno;
-    record_alloc(WS_API_cudaMallocHost, rc, ptr ? *ptr : NULL, size, size, 0, WS_MEM_HOST, 0);
-    ws_hook_leave(saved);
-    return rc;
+    FORWARD_AND_RECORD(cudaMallocHost, (ptr, size),
+                       record_alloc(WS_API_cudaMallocHost, rc, ptr ? *ptr : NULL, size, size, 0, WS_MEM_HOST, 0));
 }
 
 WS_EXPORT cudaError_t cudaHostAlloc(void **ptr, size_t size, unsigned int flags)
 {
-    __typeof__(real.cudaHostAlloc) fn = REAL(cudaHostAlloc);
-    if (!fn)
-        return MISSING;
-    if (!ws_hook_enter())
-        return fn(ptr, size, flags);
-    cudaError_t rc = fn(ptr, size, flags);
-    int saved = errno;
-    record_alloc(WS_API_cudaHostAlloc, rc, ptr ? *ptr : NULL, size, size, 0, WS_MEM_HOST, flags);
-    ws_hook_leave(saved);
-    return rc;
+    FORWARD_AND_RECORD(cudaHostAlloc, (ptr, size, flags),
+                       record_alloc(WS_API_cudaHostAlloc, rc, ptr ? *ptr : NULL, size, size, 0, WS_MEM_HOST, flags));
 }
 
 /* ---- free -------------------------------------------------------------------------------- */
 
+/* A free of NULL frees nothing (programs call cudaFree(NULL) to create the context): not recorded. */
 WS_EXPORT cudaError_t cudaFree(void *ptr)
 {
-    __typeof__(real.cudaFree) fn = REAL(cudaFree);
-    if (!fn)
-        return MISSING;
-    /* cudaFree(NULL) frees nothing: programs call it to create the context. */
-    if (!ptr || !ws_hook_enter())
-        return fn(ptr);
-    cudaError_t rc = fn(ptr);
-    int saved = errno;
-    record_free(WS_API_cudaFree, rc, ptr, 0, WS_MEM_DEVICE);
-    ws_hook_leave(saved);
-    return rc;
+    FORWARD_AND_RECORD_IF(cudaFree, (ptr), ptr != NULL, record_free(WS_API_cudaFree, rc, ptr, 0, WS_MEM_DEVICE));
 }
 
 WS_EXPORT cudaError_t cudaFreeAsync(void *ptr, cudaStream_t stream)
 {
-    __typeof__(real.cudaFreeAsync) fn = REAL(cudaFreeAsync);
-    if (!fn)
-        return MISSING;
-    if (!ptr || !ws_hook_enter())
-        return fn(ptr, stream);
-    cudaError_t rc = fn(ptr, stream);
-    int saved = errno;
-    record_free(WS_API_cudaFreeAsync, rc, ptr, stream, WS_MEM_DEVICE);
-    ws_hook_leave(saved);
-    return rc;
+    FORWARD_AND_RECORD_IF(cudaFreeAsync, (ptr, stream), ptr != NULL,
+                          record_free(WS_API_cudaFreeAsync, rc, ptr, stream, WS_MEM_DEVICE));
 }
 
 WS_EXPORT cudaError_t cudaFreeHost(void *ptr)
 {
-    __typeof__(real.cudaFreeHost) fn = REAL(cudaFreeHost);
-    if (!fn)
-        return MISSING;
-    if (!ptr || !ws_hook_enter())
-        return fn(ptr);
-    cudaError_t rc = fn(ptr);
-    int saved = errno;
-    record_free(WS_API_cudaFreeHost, rc, ptr, 0, WS_MEM_HOST);
-    ws_hook_leave(saved);
-    return rc;
+    FORWARD_AND_RECORD_IF(cudaFreeHost, (ptr), ptr != NULL, record_free(WS_API_cudaFreeHost, rc, ptr, 0, WS_MEM_HOST));
 }
 
 /* ---- device ------------------------------------------------------------------------------ */
@@ -303,104 +250,64 @@ WS_EXPORT cudaError_t cudaSetDevice(int device)
 WS_EXPORT cudaError_t cudaLaunchKernel(const void *func, dim3 grid, dim3 block, void **args, size_t smem,
                                        cudaStream_t stream)
 {
-    __typeof__(real.cudaLaunchKernel) fn = REAL(cudaLaunchKernel);
-    if (!fn)
-        return MISSING;
-    if (!ws_hook_enter())
-        return fn(func, grid, block, args, smem, stream);
-    cudaError_t rc = fn(func, grid, block, args, smem, stream);
-    int saved = errno;
-    record_launch(WS_API_cudaLaunchKernel, rc, func, grid, block, smem, stream);
-    ws_hook_leave(saved);
-    return rc;
+    FORWARD_AND_RECORD(cudaLaunchKernel, (func, grid, block, args, smem, stream),
+                       record_launch(WS_API_cudaLaunchKernel, rc, func, grid, block, smem, stream));
 }
 
 WS_EXPORT cudaError_t cudaLaunchCooperativeKernel(const void *func, dim3 grid, dim3 block, void **args, size_t smem,
                                                   cudaStream_t stream)
 {
-    __typeof__(real.cudaLaunchCooperativeKernel) fn = REAL(cudaLaunchCooperativeKernel);
-    if (!fn)
-        return MISSING;
-    if (!ws_hook_enter())
-        return fn(func, grid, block, args, smem, stream);
-    cudaError_t rc = fn(func, grid, block, args, smem, stream);
-    int saved = errno;
-    record_launch(WS_API_cudaLaunchCooperativeKernel, rc, func, grid, block, smem, stream);
-    ws_hook_leave(saved);
-    return rc;
+    FORWARD_AND_RECORD(cudaLaunchCooperativeKernel, (func, grid, block, args, smem, stream),
+                       record_launch(WS_API_cudaLaunchCooperativeKernel, rc, func, grid, block, smem, stream));
 }
 
-WS_EXPORT cudaError_t cudaLaunchKernelExC(const cudaLaunchConfig_t *config, const void *func, void **args)
+static void record_launch_config(cudaError_t rc, const cudaLaunchConfig_t *config, const void *func)
 {
-    __typeof__(real.cudaLaunchKernelExC) fn = REAL(cudaLaunchKernelExC);
-    if (!fn)
-        return MISSING;
-    if (!ws_hook_enter())
-        return fn(config, func, args);
-    cudaError_t rc = fn(config, func, args);
-    int saved = errno;
     if (config)
         record_launch(WS_API_cudaLaunchKernelExC, rc, func, config->gridDim, config->blockDim, config->dynamicSmemBytes,
                       config->stream);
     else
         record_launch(WS_API_cudaLaunchKernelExC, rc, func, (dim3){0, 0, 0}, (dim3){0, 0, 0}, 0, 0);
-    ws_hook_leave(saved);
-    return rc;
+}
+
+WS_EXPORT cudaError_t cudaLaunchKernelExC(const cudaLaunchConfig_t *config, const void *func, void **args)
+{
+    FORWARD_AND_RECORD(cudaLaunchKernelExC, (config, func, args), record_launch_config(rc, config, func));
 }
 
 WS_EXPORT cudaError_t __cudaLaunchKernel(cudaKernel_t kernel, dim3 grid, dim3 block, void **args, size_t smem,
                                          cudaStream_t stream)
 {
-    __typeof__(real.__cudaLaunchKernel) fn = REAL(__cudaLaunchKernel);
-    if (!fn)
-        return MISSING;
-    if (!ws_hook_enter())
-        return fn(kernel, grid, block, args, smem, stream);
-    cudaError_t rc = fn(kernel, grid, block, args, smem, stream);
-    int saved = errno;
-    record_launch(WS_API___cudaLaunchKernel, rc, kernel, grid, block, smem, stream);
-    ws_hook_leave(saved);
-    return rc;
+    FORWARD_AND_RECORD(__cudaLaunchKernel, (kernel, grid, block, args, smem, stream),
+                       record_launch(WS_API___cudaLaunchKernel, rc, kernel, grid, block, smem, stream));
 }
 
 WS_EXPORT cudaError_t __cudaLaunchKernel_ptsz(cudaKernel_t kernel, dim3 grid, dim3 block, void **args, size_t smem,
                                               cudaStream_t stream)
 {
-    __typeof__(real.__cudaLaunchKernel_ptsz) fn = REAL(__cudaLaunchKernel_ptsz);
-    if (!fn)
-        return MISSING;
-    if (!ws_hook_enter())
-        return fn(kernel, grid, block, args, smem, stream);
-    cudaError_t rc = fn(kernel, grid, block, args, smem, stream);
-    int saved = errno;
-    record_launch(WS_API___cudaLaunchKernel_ptsz, rc, kernel, grid, block, smem, stream);
-    ws_hook_leave(saved);
-    return rc;
+    FORWARD_AND_RECORD(__cudaLaunchKernel_ptsz, (kernel, grid, block, args, smem, stream),
+                       record_launch(WS_API___cudaLaunchKernel_ptsz, rc, kernel, grid, block, smem, stream));
+}
+
+static void record_graph_launch(cudaError_t rc, cudaGraphExec_t exec, cudaStream_t stream)
+{
+    struct ws_rec *r = ws_rec_reserve(1);
+    if (!r)
+        return;
+    memset(r, 0, sizeof *r);
+    r->type = WS_REC_GRAPH_LAUNCH;
+    r->api = WS_API_cudaGraphLaunch;
+    r->status = (int32_t)rc;
+    r->ns = ws_now();
+    r->u[0] = (uint64_t)(uintptr_t)exec;
+    r->u[3] = (uint64_t)(uintptr_t)stream;
+    r->u[5] = (uint64_t)(uint32_t)current_device;
+    ws_rec_commit(1);
 }
 
 WS_EXPORT cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t stream)
 {
-    __typeof__(real.cudaGraphLaunch) fn = REAL(cudaGraphLaunch);
-    if (!fn)
-        return MISSING;
-    if (!ws_hook_enter())
-        return fn(exec, stream);
-    cudaError_t rc = fn(exec, stream);
-    int saved = errno;
-    struct ws_rec *r = ws_rec_reserve(1);
-    if (r) {
-        memset(r, 0, sizeof *r);
-        r->type = WS_REC_GRAPH_LAUNCH;
-        r->api = WS_API_cudaGraphLaunch;
-        r->status = (int32_t)rc;
-        r->ns = ws_now();
-        r->u[0] = (uint64_t)(uintptr_t)exec;
-        r->u[3] = (uint64_t)(uintptr_t)stream;
-        r->u[5] = (uint64_t)(uint32_t)current_device;
-        ws_rec_commit(1);
-    }
-    ws_hook_leave(saved);
-    return rc;
+    FORWARD_AND_RECORD(cudaGraphLaunch, (exec, stream), record_graph_launch(rc, exec, stream));
 }
 
 /* ---- kernel names -------------------------------------------------------------------------- */
