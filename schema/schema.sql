@@ -163,6 +163,7 @@ GROUP BY s.id;
 PRAGMA user_version = 1;
 
 -- @indexes: created after the tables are filled (the collector loads first, then indexes).
-CREATE INDEX allocations_range ON allocations(range_id);
+-- The per-event tables (allocations, launches) carry no index beyond their rowid: building one
+-- costs more than loading them, and SQLite builds a transient index for a join that needs one.
 CREATE INDEX ranges_name ON ranges(name_id);
 CREATE INDEX declarations_node ON declarations(node_name_id, slot, level);
