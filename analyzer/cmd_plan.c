@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis.h"
 #include "commands.h"
 #include "outfile.h"
 #include "planner.h"
@@ -33,8 +34,8 @@ static void plan_usage(FILE *out)
             "                    [--seed N] [--json]\n\n"
             "Compute a static memory layout: an offset in one backing buffer for every block, no two blocks\n"
             "alive at the same time sharing an address.\n\n"
-            "With TRACE, plans the first run of each shape key from the lifetimes table (run 'wstrace\n"
-            "lifetimes TRACE' first): every activation and workspace allocation freed within the run, workspace\n"
+            "With TRACE, plans the first run of each shape key from the lifetimes table (computed and written\n"
+            "when the trace has none yet): every activation and workspace allocation freed within the run, workspace\n"
             "grown to its Level-2 declaration. Writes the tables plans and plan_blocks (replacing earlier rows).\n\n"
             "With --problem, plans a CSV file id,lower,upper,size[,alignment] (half-open lifetimes\n"
             "[lower, upper)) and writes OUT as the input plus an offset column.\n\n"
@@ -743,6 +744,21 @@ out:
     return rc;
 }
 
+/* The lifetimes table is what the planner reads: computed here, as 'wstrace lifetimes' would,
+ * when the trace does not have it yet. */
+static int compute_lifetimes(struct trace_ctx *t)
+{
+    struct ws_analysis an = {0};
+    char err[1024];
+    int rc = 0;
+    if (ws_analysis_load(t->db, t->path, &an, err, sizeof err) || ws_lifetimes_write(t->db, &an, err, sizeof err)) {
+        ws_error("%s: %s", t->path, err);
+        rc = -1;
+    }
+    ws_analysis_free(&an);
+    return rc;
+}
+
 static int plan_trace(const struct plan_args *a)
 {
     struct trace_ctx t = {.path = a->trace};
@@ -757,11 +773,8 @@ static int plan_trace(const struct plan_args *a)
         return WS_EXIT_USAGE;
     }
     int have = have_lifetimes(&t);
-    if (have <= 0) {
-        if (have == 0)
-            ws_error("%s: no lifetimes in this trace; run 'wstrace lifetimes %s' first", a->trace, a->trace);
+    if (have < 0 || (have == 0 && compute_lifetimes(&t)))
         goto out;
-    }
     if (list_plans(&t))
         goto out;
     for (size_t k = 0; k < t.nplans; k++)

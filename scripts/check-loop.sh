@@ -40,7 +40,12 @@ rm -f "$out"/*.db "$out"/*.txt "$out"/report.md "$out"/checks.log
 
 record -o "$out/dynamic.db" -- "$wsk" "${small[@]}" --l1 envelope --alloc dynamic \
     --dump "$out/dynamic-outputs.txt" >"$out/dynamic-run.txt"
-"$wstrace" lifetimes "$out/dynamic.db" >/dev/null
+# plan computes the lifetimes table itself when the trace has none yet
+"$wstrace" plan "$out/dynamic.db" >"$out/plan.txt"
+lifetime_rows=$(q "$out/dynamic.db" "SELECT COUNT(*) FROM lifetimes")
+device_rows=$(q "$out/dynamic.db" "SELECT COUNT(*) FROM allocations WHERE status = 0 AND memory IN ('device', 'managed')")
+check "plan wrote a lifetime for each of the $device_rows device allocations ($lifetime_rows)" \
+    test "$lifetime_rows" = "$device_rows" -a "$device_rows" -gt 0
 
 # The workload as traced: one range per node per run (13 nodes per layer, plus embedding, final
 # norm, lm_head and argmax), Level 1 for every node, and every workspace allocation exactly the
@@ -62,7 +67,6 @@ check "a Level-1 estimate for each of the $nodes nodes ($l1_nodes)" test "$l1_no
 check "$workspace workspace allocations, each of its Level-2 size ($undeclared differ)" \
     test "$workspace" -gt 0 -a "$undeclared" = 0
 check "verify --strict is clean on the --l1 envelope trace" "$wstrace" verify --strict "$out/dynamic.db"
-"$wstrace" plan "$out/dynamic.db" >"$out/plan.txt"
 record -o "$out/planned.db" -- "$wsk" "${small[@]}" --l1 envelope --alloc plan \
     --plan "$out/dynamic.db" --dump "$out/planned-outputs.txt" >"$out/planned-run.txt"
 record -o "$out/arena.db" -- "$wsk" "${small[@]}" --l1 envelope --alloc arena \

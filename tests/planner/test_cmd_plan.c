@@ -258,7 +258,7 @@ Test(cmd_plan, trace_plans_each_shape_key_and_replaces_rows)
     sqlite3_close(db);
 }
 
-Test(cmd_plan, trace_without_lifetimes_asks_for_them)
+Test(cmd_plan, empty_trace_writes_nothing)
 {
     char path[128];
     snprintf(path, sizeof path, "%s/empty.db", tmp);
