@@ -66,10 +66,15 @@ static int release(struct wsk_exec *x, float *a, float *b, float *c)
     return rc | ws_free(x->alloc, c);
 }
 
+/* Level 2 of a created kernel.  A tactic without workspace (GEMV, elementwise) declares 0 bytes
+ * in slot 0, as Level 1 does, so the verifier knows the kernel needs none rather than that its
+ * declaration is missing. */
 static void declare(struct wsk_exec *x, const char *node, const struct wsk_ws *ws)
 {
     if (!x->declare)
         return;
+    if (ws->nslots == 0)
+        wstrace_declare_workspace(node, 0, 0, WSK_WS_ALIGNMENT);
     for (uint32_t i = 0; i < ws->nslots; i++)
         wstrace_declare_workspace(node, i, ws->bytes[i], WSK_WS_ALIGNMENT);
 }
