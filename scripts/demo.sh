@@ -30,8 +30,9 @@ echo "built $build/bin/wstrace, $build/bin/wsk, $build/lib/libwstrace.so"
 
 wstrace=$root/$build/bin/wstrace
 wsk=$root/$build/bin/wsk
-# A decoder of 8 layers, two shape keys (KV lengths 96 and 128), Level 1 from the envelope policy.
-read -r -a workload <<<"${WSK_ARGS:---layers 8 --hidden 512 --heads 8 --head-dim 64 --intermediate 1408 --vocab 4096 --kv-len 96,128 --max-kv-len 128 --runs 6 --l1 envelope}"
+# A decoder of 8 layers; batch 1 and 8 and KV lengths 96, 128 and 112 cycle over 12 runs, so six
+# shape keys run twice each; Level 1 from the envelope policy.
+read -r -a workload <<<"${WSK_ARGS:---layers 8 --hidden 512 --heads 8 --head-dim 64 --intermediate 1408 --vocab 4096 --batch 1,8 --kv-len 96,128,112 --max-kv-len 128 --runs 12 --l1 envelope}"
 
 say "trace the workload, allocating on the fly (dynamic.db)"
 rm -f "$out/dynamic.db" "$out/planned.db"
