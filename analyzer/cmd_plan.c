@@ -70,12 +70,15 @@ bad:
 
 static int parse_plan_args(int argc, char **argv, struct plan_args *a)
 {
-    static const struct option opts[] = {
-        {"problem", required_argument, NULL, 'p'}, {"output", required_argument, NULL, 'o'},
-        {"align", required_argument, NULL, 'a'},   {"time-limit", required_argument, NULL, 't'},
-        {"seed", required_argument, NULL, 's'},    {"json", no_argument, NULL, 'j'},
-        {"svg", required_argument, NULL, 'g'},     {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0}};
+    static const struct option opts[] = {{"problem", required_argument, NULL, 'p'},
+                                         {"output", required_argument, NULL, 'o'},
+                                         {"align", required_argument, NULL, 'a'},
+                                         {"time-limit", required_argument, NULL, 't'},
+                                         {"seed", required_argument, NULL, 's'},
+                                         {"json", no_argument, NULL, 'j'},
+                                         {"svg", required_argument, NULL, 'g'},
+                                         {"help", no_argument, NULL, 'h'},
+                                         {NULL, 0, NULL, 0}};
     memset(a, 0, sizeof *a);
     a->seed = 1;
     optind = 1;
@@ -133,18 +136,14 @@ static int parse_plan_args(int argc, char **argv, struct plan_args *a)
 
 /* ---- --problem ---------------------------------------------------------------------------- */
 
-static double ratio(uint64_t peak, uint64_t lb)
-{
-    return lb ? (double)peak / (double)lb : 1.0;
-}
+static double ratio(uint64_t peak, uint64_t lb) { return lb ? (double)peak / (double)lb : 1.0; }
 
 static int print_problem_json(const char *path, const struct ws_plan_result *r)
 {
-    json_t *o = json_pack("{s:s, s:I, s:I, s:I, s:f, s:b, s:f, s:s}", "problem", path, "buffers",
-                          (json_int_t)r->buffers, "peak_bytes", (json_int_t)r->peak_bytes, "load_bound_bytes",
-                          (json_int_t)r->load_bound_bytes, "peak_over_load_bound",
-                          ratio(r->peak_bytes, r->load_bound_bytes), "valid", r->valid, "seconds", r->seconds,
-                          "algorithm", r->algorithm);
+    json_t *o = json_pack(
+        "{s:s, s:I, s:I, s:I, s:f, s:b, s:f, s:s}", "problem", path, "buffers", (json_int_t)r->buffers, "peak_bytes",
+        (json_int_t)r->peak_bytes, "load_bound_bytes", (json_int_t)r->load_bound_bytes, "peak_over_load_bound",
+        ratio(r->peak_bytes, r->load_bound_bytes), "valid", r->valid, "seconds", r->seconds, "algorithm", r->algorithm);
     if (!o || json_dumpf(o, stdout, JSON_INDENT(2)) != 0) {
         json_decref(o);
         ws_error("cannot print JSON");
@@ -477,7 +476,8 @@ static int dynamic_peak(struct trace_ctx *t, struct trace_plan *p)
         return -1;
     }
     for (size_t i = 0; i < p->n; i++)
-        req[i] = (struct ws_plan_buffer){.lower = p->buf[i].lower, .upper = p->buf[i].upper, .size = p->rows[i].requested};
+        req[i] =
+            (struct ws_plan_buffer){.lower = p->buf[i].lower, .upper = p->buf[i].upper, .size = p->rows[i].requested};
     p->dynamic_peak = ws_plan_load_bound(req, p->n, 1);
     free(req);
     return 0;
@@ -561,8 +561,7 @@ static int write_plans(struct trace_ctx *t, uint64_t align)
     }
     for (size_t k = 0; k < t->nplans; k++) {
         int64_t plan_id;
-        if (insert_plan(t, plan_st, &t->plans[k], align, &plan_id) ||
-            insert_blocks(t, block_st, &t->plans[k], plan_id))
+        if (insert_plan(t, plan_st, &t->plans[k], align, &plan_id) || insert_blocks(t, block_st, &t->plans[k], plan_id))
             goto out;
     }
     if (ws_tracedb_exec(t->db, "COMMIT", err, sizeof err)) {
@@ -580,20 +579,20 @@ out:
 
 static int print_trace_json(const struct trace_ctx *t, uint64_t align)
 {
-    json_t *plans = json_array(), *root = json_pack("{s:s, s:I, s:o}", "trace", t->path, "alignment",
-                                                     (json_int_t)align, "plans", plans);
+    json_t *plans = json_array(),
+           *root = json_pack("{s:s, s:I, s:o}", "trace", t->path, "alignment", (json_int_t)align, "plans", plans);
     int rc = -1;
     if (!root)
         goto out;
     for (size_t k = 0; k < t->nplans; k++) {
         const struct trace_plan *p = &t->plans[k];
         const struct ws_plan_result *r = &p->result;
-        json_t *o = json_pack("{s:o, s:I, s:I, s:I, s:I, s:I, s:b, s:s, s:f}", "shape_key",
-                              p->shape_key ? json_string(p->shape_key) : json_null(), "run_id", (json_int_t)p->run_id,
-                              "planned_peak_bytes", (json_int_t)r->peak_bytes, "load_bound_bytes",
-                              (json_int_t)r->load_bound_bytes, "dynamic_peak_bytes", (json_int_t)p->dynamic_peak,
-                              "blocks", (json_int_t)p->n, "valid", r->valid, "algorithm", r->algorithm, "seconds",
-                              r->seconds);
+        json_t *o =
+            json_pack("{s:o, s:I, s:I, s:I, s:I, s:I, s:b, s:s, s:f}", "shape_key",
+                      p->shape_key ? json_string(p->shape_key) : json_null(), "run_id", (json_int_t)p->run_id,
+                      "planned_peak_bytes", (json_int_t)r->peak_bytes, "load_bound_bytes",
+                      (json_int_t)r->load_bound_bytes, "dynamic_peak_bytes", (json_int_t)p->dynamic_peak, "blocks",
+                      (json_int_t)p->n, "valid", r->valid, "algorithm", r->algorithm, "seconds", r->seconds);
         if (!o || json_array_append_new(plans, o))
             goto out;
     }
@@ -611,12 +610,14 @@ out:
 static void print_trace_table(const struct trace_ctx *t, uint64_t align)
 {
     printf("%s: %zu plan%s, %" PRIu64 "-byte aligned blocks\n\n", t->path, t->nplans, t->nplans == 1 ? "" : "s", align);
-    printf("| shape key | run | blocks | dynamic peak | load bound | planned peak | planned / LB | saved vs dynamic |\n");
+    printf(
+        "| shape key | run | blocks | dynamic peak | load bound | planned peak | planned / LB | saved vs dynamic |\n");
     printf("|---|---|---|---|---|---|---|---|\n");
     for (size_t k = 0; k < t->nplans; k++) {
         const struct trace_plan *p = &t->plans[k];
         const struct ws_plan_result *r = &p->result;
-        double saved = p->dynamic_peak ? 100.0 * ((double)p->dynamic_peak - (double)r->peak_bytes) / (double)p->dynamic_peak : 0;
+        double saved =
+            p->dynamic_peak ? 100.0 * ((double)p->dynamic_peak - (double)r->peak_bytes) / (double)p->dynamic_peak : 0;
         printf("| %s | %" PRId64 " | %zu | %" PRIu64 " | %" PRIu64 " | %" PRIu64 " | %.4f | %.1f %% |\n",
                p->shape_key ? p->shape_key : "(none)", p->run_id, p->n, p->dynamic_peak, r->load_bound_bytes,
                r->peak_bytes, ratio(r->peak_bytes, r->load_bound_bytes), saved);

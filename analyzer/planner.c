@@ -33,15 +33,12 @@ static uint64_t rng_next(uint64_t *s) /* splitmix64: tiny, good enough for searc
     return z ^ (z >> 31);
 }
 
-static uint64_t rng_below(uint64_t *s, uint64_t n)
-{
-    return n ? rng_next(s) % n : 0;
-}
+static uint64_t rng_below(uint64_t *s, uint64_t n) { return n ? rng_next(s) % n : 0; }
 
 /* Round v up to a multiple of a (a >= 1); 0 on success, -1 on overflow. */
 static int round_up(uint64_t v, uint64_t a, uint64_t *out)
 {
-    uint64_t r = v % a;
+    uint64_t r = (a & (a - 1)) == 0 ? v & (a - 1) : v % a; /* no division for powers of two */
     if (r == 0) {
         *out = v;
         return 0;
@@ -60,9 +57,56 @@ static uint64_t lifetime_length(int64_t lo, int64_t hi)
     return (uint64_t)hi - (uint64_t)lo; /* exact modulo 2^64 because hi > lo */
 }
 
-static int floor_log2(uint64_t v)
+static int floor_log2(uint64_t v) { return 63 - __builtin_clzll(v); }
+
+/* Stable LSD radix sort of n records of `words` 64-bit words by their word `kw` (unsigned), 8
+ * bits a pass, skipping the bytes where every key agrees. 0, or -1 when memory runs out. */
+static int radix_sort_words(uint64_t *a, size_t n, size_t words, size_t kw)
 {
-    return 63 - __builtin_clzll(v);
+    uint64_t all_or = 0, all_and = ~0ull;
+    for (size_t i = 0; i < n; i++) {
+        all_or |= a[i * words + kw];
+        all_and &= a[i * words + kw];
+    }
+    uint64_t differ = n > 1 ? all_or ^ all_and : 0;
+    if (!differ)
+        return 0;
+    uint64_t *tmp = malloc(n * words * sizeof *tmp), *src = a, *dst = tmp;
+    if (!tmp)
+        return -1;
+    for (int shift = 0; shift < 64; shift += 8) {
+        if (!((differ >> shift) & 0xff))
+            continue;
+        size_t cnt[257] = {0};
+        for (size_t i = 0; i < n; i++)
+            cnt[((src[i * words + kw] >> shift) & 0xff) + 1]++;
+        for (int d = 0; d < 256; d++)
+            cnt[d + 1] += cnt[d];
+        for (size_t i = 0; i < n; i++) {
+            size_t o = cnt[(src[i * words + kw] >> shift) & 0xff]++;
+            for (size_t w = 0; w < words; w++)
+                dst[o * words + w] = src[i * words + w];
+        }
+        uint64_t *t = src;
+        src = dst;
+        dst = t;
+    }
+    if (src != a)
+        memcpy(a, src, n * words * sizeof *a);
+    free(tmp);
+    return 0;
+}
+
+/* Sort signed values ascending (radix on the sign-flipped bits). */
+static int sort_i64(int64_t *v, size_t n)
+{
+    uint64_t *u = (uint64_t *)v;
+    for (size_t i = 0; i < n; i++)
+        u[i] ^= 1ull << 63;
+    int rc = radix_sort_words(u, n, 1, 0);
+    for (size_t i = 0; i < n; i++)
+        u[i] ^= 1ull << 63;
+    return rc;
 }
 
 /* ---- the planner's working state ---------------------------------------------------------- */
@@ -82,46 +126,75 @@ struct time_class {
 };
 
 /*
- * Union tree: for dense problems (thousands of buffers alive at once) the spans around one
- * buffer are too many to collect and sort one by one. A segment tree over the elementary time
- * segments keeps, per node, two sorted lists of disjoint address ranges, merged when they touch:
- * `own`, the spans of the buffers whose lifetime covers the node (stored at the node's place in
- * the canonical decomposition of the lifetime), and `sub`, the union of the spans of every
- * buffer whose lifetime meets the node's range. A query for [l, r) reads `sub` of its canonical
- * nodes and `own` of the nodes on the two boundary paths: together they cover exactly the spans
- * of the buffers alive at some time in [l, r). A good layout is mostly contiguous, so the lists
- * stay short. Insertion only: the search removes buffers and uses the time classes instead.
+ * Block tree: for dense problems (thousands of buffers alive at once) the spans around one
+ * buffer are too many to collect and sort one by one. Time (the elementary segments between
+ * consecutive distinct lower/upper values) is cut into blocks of `width` segments. Every list
+ * below is a sorted list of disjoint address ranges, merged when they touch:
+ *  - `cov[B]`: the spans of the placed buffers whose lifetime covers all of block B;
+ *  - `part[B]` (static, built once): the buffers that meet block B without covering it, with
+ *    their segment ranges, filtered exactly at query time;
+ *  - a segment tree over the blocks whose node lists `sub` hold the union of the spans of every
+ *    placed buffer meeting the node's blocks.
+ * A query for buffer i reads, for the (at most two) blocks it meets only in part, `cov` and the
+ * filtered `part`; for the blocks it covers, `sub` of their canonical nodes and `cov` of the first
+ * and last of them (a buffer covering an ancestor of a canonical node covers one of these two
+ * blocks). Together they are exactly the spans of the buffers alive at some time in i's lifetime.
+ * A short buffer, the common case, reads one or two `cov` lists and a few dozen `part` entries.
+ * Insertion only: the search removes buffers and uses the time classes instead.
  */
 struct span_list {
     struct span *v;
     uint32_t n, cap;
 };
 
-struct union_tree {
-    size_t leaves; /* a power of two */
-    uint32_t *first, *last; /* per buffer: leaf range [first, last) */
-    struct span_list *own, *sub;
+struct part_entry { /* a buffer meeting a block in part: its segment range [f, e) */
+    uint32_t f, e, id;
+    uint32_t reach; /* for the entries starting and ending in the block: the largest e so far */
 };
+
+struct union_tree {
+    size_t leaves; /* a power of two >= blocks */
+    size_t blocks;
+    uint32_t width;         /* segments per block */
+    uint32_t *first, *last; /* per buffer: segment range [first, last) (shared by workers) */
+    /* part entries of block B: part[pstart[B] .. pstart[B + 1]) (shared): first those starting
+     * before B, by decreasing end; from cstart[B] those ending after B, by start; from sstart[B]
+     * those starting and ending in B, by start. */
+    size_t *pstart, *cstart, *sstart;
+    struct part_entry *part;
+    struct span_list *sub, *cov; /* per node / per block (per worker) */
+};
+
+static void union_tree_free_lists(struct union_tree *t)
+{
+    for (size_t x = 0; t->sub && x < 2 * t->leaves; x++)
+        free(t->sub[x].v);
+    for (size_t x = 0; t->cov && x < t->blocks; x++)
+        free(t->cov[x].v);
+    free(t->sub);
+    free(t->cov);
+}
 
 static void union_tree_free(struct union_tree *t)
 {
     if (!t)
         return;
-    for (size_t x = 0; x < 2 * t->leaves && t->own; x++) {
-        free(t->own[x].v);
-        free(t->sub[x].v);
-    }
-    free(t->own);
-    free(t->sub);
+    union_tree_free_lists(t);
     free(t->first);
     free(t->last);
+    free(t->pstart);
+    free(t->cstart);
+    free(t->sstart);
+    free(t->part);
     free(t);
 }
 
 static void union_tree_clear(struct union_tree *t)
 {
     for (size_t x = 0; x < 2 * t->leaves; x++)
-        t->own[x].n = t->sub[x].n = 0;
+        t->sub[x].n = 0;
+    for (size_t x = 0; x < t->blocks; x++)
+        t->cov[x].n = 0;
 }
 
 /* Add [s.a, s.b) to a sorted list of disjoint ranges, merging the ranges it meets or touches. */
@@ -174,12 +247,13 @@ static int span_list_covers(const struct span_list *l, struct span s)
     return a < l->n && l->v[a].a <= s.a && l->v[a].b >= s.b;
 }
 
-/* Add s to sub of x and its ancestors. sub of a node contains sub of its children (a buffer
- * recorded at a node is recorded at every ancestor: the ancestors of a canonical node lie on a
- * boundary path), so once a list already covers s every list above it does too. */
-static int union_tree_add_path(struct union_tree *t, size_t x, struct span s)
+/* Add s to sub of leaf block `leaf` and its ancestors. The nodes whose sub receives a buffer are
+ * closed upwards (canonical nodes of its covered blocks and the root paths of its first and last
+ * blocks), so sub of a node contains sub of its children and once a list already covers s every
+ * list above it does too. */
+static int union_tree_add_path(struct union_tree *t, size_t leaf, struct span s)
 {
-    for (; x >= 1; x /= 2) {
+    for (size_t x = leaf + t->leaves; x >= 1; x /= 2) {
         if (span_list_covers(&t->sub[x], s))
             return 0;
         if (span_list_add(&t->sub[x], s))
@@ -188,22 +262,34 @@ static int union_tree_add_path(struct union_tree *t, size_t x, struct span s)
     return 0;
 }
 
+/* Blocks met by buffer i: [*m1, *m2]; blocks covered: [*c1, *c2) (empty when *c1 >= *c2). */
+static void tree_blocks(const struct union_tree *t, size_t i, size_t *m1, size_t *m2, size_t *c1, size_t *c2)
+{
+    size_t f = t->first[i], e = t->last[i], w = t->width;
+    *m1 = f / w;
+    *m2 = (e - 1) / w;
+    *c1 = (f + w - 1) / w;
+    *c2 = e / w;
+}
+
 static int union_tree_insert(struct union_tree *t, size_t i, struct span s)
 {
-    size_t a = t->first[i] + t->leaves, b = t->last[i] + t->leaves;
-    if (union_tree_add_path(t, a, s) || union_tree_add_path(t, b - 1, s)) /* both boundary paths */
+    size_t m1, m2, c1, c2;
+    tree_blocks(t, i, &m1, &m2, &c1, &c2);
+    if (union_tree_add_path(t, m1, s) || (m2 != m1 && union_tree_add_path(t, m2, s)))
         return -1;
-    for (; a < b; a /= 2, b /= 2) {
-        if (a & 1) {
-            if (span_list_add(&t->own[a], s) || span_list_add(&t->sub[a], s))
-                return -1;
-            a++;
-        }
-        if (b & 1) {
-            b--;
-            if (span_list_add(&t->own[b], s) || span_list_add(&t->sub[b], s))
-                return -1;
-        }
+    if (c1 >= c2)
+        return 0;
+    if ((c1 != m1 && union_tree_add_path(t, c1, s)) || (c2 - 1 != m2 && union_tree_add_path(t, c2 - 1, s)))
+        return -1;
+    for (size_t B = c1; B < c2; B++)
+        if (span_list_add(&t->cov[B], s))
+            return -1;
+    for (size_t a = c1 + t->leaves, b = c2 + t->leaves; a < b; a /= 2, b /= 2) {
+        if ((a & 1) && span_list_add(&t->sub[a++], s))
+            return -1;
+        if ((b & 1) && span_list_add(&t->sub[--b], s))
+            return -1;
     }
     return 0;
 }
@@ -220,6 +306,8 @@ struct planner {
     size_t segcap;
     size_t *runs; /* with the union tree: where each sorted list copied into seg starts */
     size_t nruns, runcap;
+    const struct span_list **lists; /* with the union tree: lists read in place, not yet copied */
+    size_t nlists, listcap;
     struct union_tree *tree; /* built for dense problems; NULL otherwise */
     int use_tree;            /* the tree mirrors the placed buffers */
     uint64_t lb;
@@ -245,15 +333,8 @@ static void planner_free(struct planner *p)
     free(p->seg);
     free(p->tmp);
     free(p->runs);
+    free(p->lists);
     union_tree_free(p->tree);
-}
-
-static int cmp_u64_pair(const void *x, const void *y)
-{
-    const uint64_t *a = x, *b = y;
-    if (a[0] != b[0])
-        return a[0] < b[0] ? -1 : 1;
-    return a[1] < b[1] ? -1 : a[1] > b[1];
 }
 
 static int build_index(struct planner *p)
@@ -276,14 +357,17 @@ static int build_index(struct planner *p)
             return -1;
     }
     /* Sort all buffers by lower once, then deal them into their classes in that order. */
-    uint64_t (*pairs)[2] = malloc(p->n * sizeof *pairs);
+    uint64_t(*pairs)[2] = malloc(p->n * sizeof *pairs);
     if (!pairs && p->n)
         return -1;
     for (size_t i = 0; i < p->n; i++) {
         pairs[i][0] = (uint64_t)p->lo[i] ^ (1ull << 63); /* order-preserving for signed values */
         pairs[i][1] = i;
     }
-    qsort(pairs, p->n, sizeof *pairs, cmp_u64_pair);
+    if (radix_sort_words(&pairs[0][0], p->n, 2, 0)) { /* stable: ties stay by index */
+        free(pairs);
+        return -1;
+    }
     for (size_t k = 0; k < p->n; k++) {
         size_t i = pairs[k][1];
         struct time_class *tc = &p->cls[slot[floor_log2(lifetime_length(p->lo[i], p->hi[i]))]];
@@ -296,8 +380,7 @@ static int build_index(struct planner *p)
 
 static int choose_structure(struct planner *p);
 
-static int planner_init(struct planner *p, const struct ws_plan_buffer *b, size_t n, uint64_t dflt_align,
-                        char *err)
+static int planner_init(struct planner *p, const struct ws_plan_buffer *b, size_t n, uint64_t dflt_align, char *err)
 {
     memset(p, 0, sizeof *p);
     p->n = n;
@@ -317,8 +400,8 @@ static int planner_init(struct planner *p, const struct ws_plan_buffer *b, size_
     uint64_t total = 0;
     for (size_t i = 0; i < n; i++) {
         if (b[i].lower >= b[i].upper) {
-            snprintf(p->err, 128, "buffer %llu: lower (%lld) must be below upper (%lld)",
-                     (unsigned long long)b[i].id, (long long)b[i].lower, (long long)b[i].upper);
+            snprintf(p->err, 128, "buffer %llu: lower (%lld) must be below upper (%lld)", (unsigned long long)b[i].id,
+                     (long long)b[i].lower, (long long)b[i].upper);
             return -1;
         }
         p->lo[i] = b[i].lower;
@@ -373,39 +456,160 @@ static size_t first_at_or_after(const int64_t *lo, size_t n, __int128 key)
     return a;
 }
 
+static void insertion_sort_spans(struct span *s, size_t n);
+
+static int reserve_runs(struct planner *p)
+{
+    size_t cap = p->runcap ? 2 * p->runcap : 64;
+    size_t *r = realloc(p->runs, cap * sizeof *r);
+    if (!r)
+        return -1;
+    p->runs = r;
+    p->runcap = cap;
+    return 0;
+}
+
+/* Note a sorted list to be read in place (copied only when many lists meet). */
+static int defer_list(struct planner *p, const struct span_list *l)
+{
+    if (!l->n)
+        return 0;
+    if (p->nlists == p->listcap) {
+        size_t cap = p->listcap ? 2 * p->listcap : 64;
+        const struct span_list **v = realloc(p->lists, cap * sizeof *v);
+        if (!v)
+            return -1;
+        p->lists = v;
+        p->listcap = cap;
+    }
+    p->lists[p->nlists++] = l;
+    return 0;
+}
+
 static int append_list(struct planner *p, size_t *k, const struct span_list *l)
 {
     if (!l->n)
         return 0;
     if (*k + l->n > p->segcap && reserve_spans(p, *k + l->n))
         return -1;
-    if (p->nruns + 2 > p->runcap) {
-        size_t cap = p->runcap ? 2 * p->runcap : 64;
-        size_t *r = realloc(p->runs, cap * sizeof *r);
-        if (!r)
-            return -1;
-        p->runs = r;
-        p->runcap = cap;
-    }
+    if (p->nruns + 2 > p->runcap && reserve_runs(p))
+        return -1;
     p->runs[p->nruns++] = *k;
     memcpy(&p->seg[*k], l->v, l->n * sizeof *l->v);
     *k += l->n;
     return 0;
 }
 
+/* LSD radix sort of v[0..n) on the start address (scratch tmp of n), skipping equal bytes. */
+static void radix_sort_range(struct span *v, struct span *tmp, size_t n)
+{
+    uint64_t all_or = 0, all_and = ~0ull;
+    for (size_t x = 0; x < n; x++) {
+        all_or |= v[x].a;
+        all_and &= v[x].a;
+    }
+    uint64_t differ = all_or ^ all_and;
+    struct span *src = v, *dst = tmp;
+    for (int shift = 0; shift < 64; shift += 8) {
+        if (!((differ >> shift) & 0xff))
+            continue;
+        size_t cnt[257] = {0};
+        for (size_t x = 0; x < n; x++)
+            cnt[((src[x].a >> shift) & 0xff) + 1]++;
+        for (int d = 0; d < 256; d++)
+            cnt[d + 1] += cnt[d];
+        for (size_t x = 0; x < n; x++)
+            dst[cnt[(src[x].a >> shift) & 0xff]++] = src[x];
+        struct span *t = src;
+        src = dst;
+        dst = t;
+    }
+    if (src != v)
+        memcpy(v, src, n * sizeof *v);
+}
+
+/* Add the span of buffer j, which overlaps buffer i in time, when it is placed. */
+static inline int take_part(struct planner *p, size_t i, uint32_t j, size_t *k)
+{
+    if (!p->placed[j] || j == i || p->sz[j] == 0)
+        return 0;
+    if (*k == p->segcap && reserve_spans(p, *k + 1))
+        return -1;
+    p->seg[*k].a = p->off[j];
+    p->seg[(*k)++].b = p->off[j] + p->sz[j];
+    return 0;
+}
+
+/* Block B, met by buffer i without being covered: the covering buffers' list as one run, and
+ * the placed buffers of part[B] that overlap i, sorted, as another. */
+static int collect_partial_block(struct planner *p, size_t i, size_t B, size_t *k)
+{
+    const struct union_tree *t = p->tree;
+    if (defer_list(p, &t->cov[B]))
+        return -1;
+    uint32_t f = t->first[i], e = t->last[i];
+    size_t from = *k;
+    /* Skip the entries that end at or before f: in the first group (by decreasing end) they
+     * come last; in the third, they come before the first entry whose reach passes f. */
+    size_t a = t->sstart[B], b = t->pstart[B + 1];
+    while (a < b) {
+        size_t m = a + (b - a) / 2;
+        if (t->part[m].reach <= f)
+            a = m + 1;
+        else
+            b = m;
+    }
+    const struct part_entry *pe = t->part;
+    for (size_t x = t->pstart[B]; x < t->cstart[B] && pe[x].e > f; x++) /* start before B */
+        if (take_part(p, i, pe[x].id, k))
+            return -1;
+    for (size_t x = t->cstart[B]; x < t->sstart[B] && pe[x].f < e; x++) /* end after B */
+        if (take_part(p, i, pe[x].id, k))
+            return -1;
+    for (size_t x = a; x < t->pstart[B + 1] && pe[x].f < e; x++) /* inside B */
+        if (pe[x].e > f && take_part(p, i, pe[x].id, k))
+            return -1;
+    size_t cnt = *k - from;
+    if (!cnt)
+        return 0;
+    if (cnt < 32)
+        insertion_sort_spans(&p->seg[from], cnt);
+    else
+        radix_sort_range(&p->seg[from], &p->tmp[from], cnt);
+    if (p->nruns + 2 > p->runcap && reserve_runs(p))
+        return -1;
+    p->runs[p->nruns++] = from;
+    return 0;
+}
+
+/* Up to this many sorted runs are merged on the fly while looking for a gap. */
+#define STREAM_RUNS 4
+
 static long collect_spans_tree(struct planner *p, size_t i)
 {
     const struct union_tree *t = p->tree;
-    size_t a = t->first[i] + t->leaves, b = t->last[i] + t->leaves, k = 0;
-    p->nruns = 0;
-    for (size_t x = a, y = b - 1; x >= 1; x /= 2, y /= 2)
-        if (append_list(p, &k, &t->own[x]) || (y != x && append_list(p, &k, &t->own[y])))
+    size_t m1, m2, c1, c2, k = 0;
+    tree_blocks(t, i, &m1, &m2, &c1, &c2);
+    p->nruns = p->nlists = 0;
+    if (!(c1 <= m1 && m1 < c2) && collect_partial_block(p, i, m1, &k))
+        return -1;
+    if (m2 != m1 && !(c1 <= m2 && m2 < c2) && collect_partial_block(p, i, m2, &k))
+        return -1;
+    if (c1 < c2) {
+        if (defer_list(p, &t->cov[c1]) || (c2 - 1 != c1 && defer_list(p, &t->cov[c2 - 1])))
             return -1;
-    for (; a < b; a /= 2, b /= 2) {
-        if ((a & 1) && append_list(p, &k, &t->sub[a++]))
-            return -1;
-        if ((b & 1) && append_list(p, &k, &t->sub[--b]))
-            return -1;
+        for (size_t a = c1 + t->leaves, b = c2 + t->leaves; a < b; a /= 2, b /= 2) {
+            if ((a & 1) && defer_list(p, &t->sub[a++]))
+                return -1;
+            if ((b & 1) && defer_list(p, &t->sub[--b]))
+                return -1;
+        }
+    }
+    if (p->nruns + p->nlists > STREAM_RUNS) { /* many runs: copy them and merge pairwise */
+        for (size_t x = 0; x < p->nlists; x++)
+            if (append_list(p, &k, p->lists[x]))
+                return -1;
+        p->nlists = 0;
     }
     return (long)k;
 }
@@ -524,31 +728,79 @@ static void sort_spans(struct planner *p, size_t n)
 /* Choose buffer i's offset among the free gaps next to the placed buffers that overlap it in
  * time: the smallest gap that fits (best fit) or the lowest (first fit); above all of them
  * when no gap fits. 0 on success, -1 on OOM. */
+struct gap_scan {
+    uint64_t size, al, cur, best_gap, best;
+    int first_fit, done;
+};
+
+/* Feed the next span (by increasing start) to the gap search. */
+static inline void gap_step(struct gap_scan *g, const struct span *s)
+{
+    if (s->a > g->cur && s->a - g->cur >= g->size) {
+        uint64_t o;
+        round_up(g->cur, g->al, &o); /* cannot overflow: below s->a */
+        if (o <= s->a && s->a - o >= g->size && s->a - g->cur < g->best_gap) {
+            g->best_gap = s->a - g->cur;
+            g->best = o;
+            if (g->first_fit || g->best_gap == g->size)
+                g->done = 1; /* first fit, or an exact fit: no later gap is chosen */
+        }
+    }
+    if (s->b > g->cur)
+        g->cur = s->b;
+}
+
+/* Choose buffer i's offset among the free gaps next to the placed buffers that overlap it in
+ * time: the smallest gap that fits (best fit) or the lowest (first fit); above all of them
+ * when no gap fits. 0 on success, -1 on OOM. */
 static int place(struct planner *p, size_t i, enum fit fit)
 {
     long k = collect_spans(p, i);
     if (k < 0)
         return -1;
-    sort_spans(p, (size_t)k);
-    uint64_t size = p->sz[i], al = p->al[i], cur = 0, best_gap = UINT64_MAX, best = UINT64_MAX;
-    for (long x = 0; x < k; x++) {
-        const struct span *s = &p->seg[x];
-        if (s->a > cur && s->a - cur >= size) {
-            uint64_t o;
-            round_up(cur, al, &o); /* cannot overflow: below s->a */
-            if (o <= s->a && s->a - o >= size && s->a - cur < best_gap) {
-                best_gap = s->a - cur;
-                best = o;
-                if (fit == FIT_FIRST)
-                    break;
+    struct gap_scan g = {p->sz[i], p->al[i], 0, UINT64_MAX, UINT64_MAX, fit == FIT_FIRST, 0};
+    if (p->use_tree && p->nlists) { /* few runs: merge them on the fly */
+        const struct span *head[2 * STREAM_RUNS + 1], *end[2 * STREAM_RUNS + 1];
+        size_t r = 0;
+        for (size_t x = 0; x < p->nruns; x++, r++) {
+            head[r] = &p->seg[p->runs[x]];
+            end[r] = &p->seg[x + 1 < p->nruns ? p->runs[x + 1] : (size_t)k];
+        }
+        for (size_t x = 0; x < p->nlists; x++, r++) {
+            head[r] = p->lists[x]->v;
+            end[r] = p->lists[x]->v + p->lists[x]->n;
+        }
+        while (r == 2 && !g.done) { /* the common case: one list and one filtered block */
+            size_t m = head[1]->a < head[0]->a;
+            gap_step(&g, head[m]);
+            if (++head[m] == end[m]) {
+                head[m] = head[1];
+                end[m] = end[--r];
             }
         }
-        if (s->b > cur)
-            cur = s->b;
+        if (r == 1)
+            for (const struct span *x = head[0]; x < end[0] && !g.done; x++)
+                gap_step(&g, x);
+        else
+            while (r && !g.done) {
+                size_t m = 0;
+                for (size_t x = 1; x < r; x++)
+                    if (head[x]->a < head[m]->a)
+                        m = x;
+                gap_step(&g, head[m]);
+                if (++head[m] == end[m]) {
+                    head[m] = head[r - 1];
+                    end[m] = end[--r];
+                }
+            }
+    } else {
+        sort_spans(p, (size_t)k);
+        for (long x = 0; x < k && !g.done; x++)
+            gap_step(&g, &p->seg[x]);
     }
-    if (best == UINT64_MAX)
-        round_up(cur, al, &best); /* bounded by the checked total in planner_init */
-    p->off[i] = best;
+    if (g.best == UINT64_MAX)
+        round_up(g.cur, g.al, &g.best); /* bounded by the checked total in planner_init */
+    p->off[i] = g.best;
     p->placed[i] = 1;
     return 0;
 }
@@ -567,8 +819,7 @@ static uint64_t decode(struct planner *p, const uint32_t *order, enum fit fit)
             return UINT64_MAX - 1; /* an earlier decoder reached the load bound */
         if (place(p, i, fit))
             return UINT64_MAX;
-        if (p->use_tree && p->sz[i] &&
-            union_tree_insert(p->tree, i, (struct span){p->off[i], p->off[i] + p->sz[i]}))
+        if (p->use_tree && p->sz[i] && union_tree_insert(p->tree, i, (struct span){p->off[i], p->off[i] + p->sz[i]}))
             return UINT64_MAX;
         if (p->off[i] + p->sz[i] > peak)
             peak = p->off[i] + p->sz[i];
@@ -578,41 +829,30 @@ static uint64_t decode(struct planner *p, const uint32_t *order, enum fit fit)
 
 /* ---- load profile and load bound ---------------------------------------------------------- */
 
-struct event {
-    int64_t t;
-    int kind; /* 0 = end, 1 = start: at equal times ends come first (half-open lifetimes) */
-    uint64_t size;
-};
-
-static int cmp_event(const void *x, const void *y)
-{
-    const struct event *a = x, *b = y;
-    if (a->t != b->t)
-        return a->t < b->t ? -1 : 1;
-    return a->kind - b->kind;
-}
-
 static uint64_t load_bound_of(const int64_t *lo, const int64_t *hi, const uint64_t *sz, size_t n)
 {
-    struct event *ev = malloc(2 * n * sizeof *ev + 1);
+    uint64_t(*ev)[3] = malloc(2 * n * sizeof *ev + 1); /* {time ^ sign, kind (0 = end), size} */
     if (!ev)
         return UINT64_MAX;
-    for (size_t i = 0; i < n; i++) {
-        ev[2 * i] = (struct event){lo[i], 1, sz[i]};
-        ev[2 * i + 1] = (struct event){hi[i], 0, sz[i]};
+    for (size_t i = 0; i < n; i++) { /* ends first, so that the stable sort puts them first */
+        ev[i][0] = (uint64_t)hi[i] ^ (1ull << 63), ev[i][1] = 0, ev[i][2] = sz[i];
+        ev[n + i][0] = (uint64_t)lo[i] ^ (1ull << 63), ev[n + i][1] = 1, ev[n + i][2] = sz[i];
     }
-    qsort(ev, 2 * n, sizeof *ev, cmp_event);
-    uint64_t live = 0, best = 0;
+    uint64_t live = 0, best = UINT64_MAX;
+    if (radix_sort_words(&ev[0][0], 2 * n, 3, 0))
+        goto out;
+    best = 0;
     for (size_t k = 0; k < 2 * n; k++) {
-        if (ev[k].kind == 0) {
-            live -= ev[k].size;
-        } else if (__builtin_add_overflow(live, ev[k].size, &live)) {
+        if (ev[k][1] == 0) {
+            live -= ev[k][2];
+        } else if (__builtin_add_overflow(live, ev[k][2], &live)) {
             best = UINT64_MAX;
             break;
         }
         if (live > best)
             best = live;
     }
+out:
     free(ev);
     return best;
 }
@@ -656,7 +896,10 @@ static int breadth_of(const struct planner *p, uint64_t *breadth)
         goto out;
     for (size_t k = 0; k < m; k++)
         tmp[k][0] = (uint64_t)times[k] ^ (1ull << 63), tmp[k][1] = 0;
-    qsort(tmp, m, sizeof *tmp, cmp_u64_pair);
+    if (radix_sort_words(&tmp[0][0], m, 2, 0)) {
+        free(tmp);
+        goto out;
+    }
     size_t u = 0;
     for (size_t k = 0; k < m; k++)
         if (u == 0 || tmp[k][0] != tmp[u - 1][0])
@@ -702,24 +945,12 @@ out:
 
 /* ---- orders ------------------------------------------------------------------------------- */
 
-enum order_kind { ORDER_SIZE, ORDER_BREADTH, ORDER_LENGTH, ORDER_AREA, ORDER_COUNT };
+enum order_kind { ORDER_SIZE, ORDER_BREADTH, ORDER_LENGTH, ORDER_AREA, ORDER_START, ORDER_COUNT };
 
 struct order_key {
     uint64_t k1, k2, k3;
     uint32_t idx;
 };
-
-static int cmp_order_key(const void *x, const void *y)
-{
-    const struct order_key *a = x, *b = y;
-    if (a->k1 != b->k1)
-        return a->k1 > b->k1 ? -1 : 1; /* descending */
-    if (a->k2 != b->k2)
-        return a->k2 > b->k2 ? -1 : 1;
-    if (a->k3 != b->k3)
-        return a->k3 < b->k3 ? -1 : 1; /* ascending: earlier first */
-    return a->idx < b->idx ? -1 : a->idx > b->idx;
-}
 
 static uint64_t saturating_mul(uint64_t a, uint64_t b)
 {
@@ -735,42 +966,53 @@ static int make_order(const struct planner *p, enum order_kind kind, const uint6
     struct order_key *keys = malloc(p->n * sizeof *keys + 1);
     if (!keys)
         return -1;
+    int64_t latest = INT64_MIN;
+    for (size_t i = 0; i < p->n; i++)
+        latest = p->lo[i] > latest ? p->lo[i] : latest;
     for (size_t i = 0; i < p->n; i++) {
         uint64_t len = lifetime_length(p->lo[i], p->hi[i]);
         uint64_t start = (uint64_t)p->lo[i] ^ (1ull << 63);
         struct order_key *k = &keys[i];
         k->idx = (uint32_t)i;
         switch (kind) {
-        case ORDER_SIZE:
-            *k = (struct order_key){p->sz[i], len, start, (uint32_t)i};
+        case ORDER_SIZE: *k = (struct order_key){p->sz[i], len, start, (uint32_t)i}; break;
+        case ORDER_BREADTH: *k = (struct order_key){breadth[i], p->sz[i], start, (uint32_t)i}; break;
+        case ORDER_START: /* by increasing start (the distance to the latest start, so that the
+                           * search's noise moves a buffer among those starting near it), then
+                           * longer, then larger */
+            *k = (struct order_key){(uint64_t)latest - (uint64_t)p->lo[i], len, p->sz[i], (uint32_t)i};
             break;
-        case ORDER_BREADTH:
-            *k = (struct order_key){breadth[i], p->sz[i], start, (uint32_t)i};
-            break;
-        case ORDER_LENGTH:
-            *k = (struct order_key){len, p->sz[i], start, (uint32_t)i};
-            break;
-        default:
-            *k = (struct order_key){saturating_mul(len, p->sz[i]), p->sz[i], start, (uint32_t)i};
-            break;
+        case ORDER_LENGTH: *k = (struct order_key){len, p->sz[i], start, (uint32_t)i}; break;
+        default: *k = (struct order_key){saturating_mul(len, p->sz[i]), p->sz[i], start, (uint32_t)i}; break;
         }
         if (noise > 0)
             k->k1 = (uint64_t)((double)k->k1 * (1.0 - noise * (double)(rng_next(rng) >> 11) * 0x1p-53));
     }
-    qsort(keys, p->n, sizeof *keys, cmp_order_key);
+    /* k1 and k2 descending, k3 ascending, then index: stable radix passes from the last key to
+     * the first, starting from index order (the same order as cmp_order_key). */
+    uint64_t(*w)[4] = malloc(p->n * sizeof *w + 1);
+    int rc = -1;
+    if (!w)
+        goto out;
+    for (size_t i = 0; i < p->n; i++) {
+        w[i][0] = ~keys[i].k1;
+        w[i][1] = ~keys[i].k2;
+        w[i][2] = keys[i].k3;
+        w[i][3] = keys[i].idx;
+    }
+    if (radix_sort_words(&w[0][0], p->n, 4, 2) || radix_sort_words(&w[0][0], p->n, 4, 1) ||
+        radix_sort_words(&w[0][0], p->n, 4, 0))
+        goto out;
     for (size_t i = 0; i < p->n; i++)
-        order[i] = keys[i].idx;
+        order[i] = (uint32_t)w[i][3];
+    rc = 0;
+out:
+    free(w);
     free(keys);
-    return 0;
+    return rc;
 }
 
 /* ---- choosing the structure for overlap queries ------------------------------------------- */
-
-static int cmp_i64(const void *x, const void *y)
-{
-    int64_t a = *(const int64_t *)x, b = *(const int64_t *)y;
-    return a < b ? -1 : a > b;
-}
 
 /* Average number of buffers whose lifetime meets a buffer's: n minus those that start at or
  * after its end minus those that end at or before its start. */
@@ -779,49 +1021,129 @@ static double average_overlap(const struct planner *p, int64_t *los, int64_t *hi
     size_t n = p->n;
     memcpy(los, p->lo, n * sizeof *los);
     memcpy(his, p->hi, n * sizeof *his);
-    qsort(los, n, sizeof *los, cmp_i64);
-    qsort(his, n, sizeof *his, cmp_i64);
-    double total = 0;
-    for (size_t i = 0; i < n; i++) {
-        size_t starting_after = n - first_at_or_after(los, n, p->hi[i]);
-        size_t ending_before = first_at_or_after(his, n, (__int128)p->lo[i] + 1);
-        total += (double)(n - starting_after - ending_before);
+    if (sort_i64(los, n) || sort_i64(his, n))
+        return -1;
+    /* Over all i: the buffers starting at or after hi[i] and those ending at or before lo[i],
+     * counted by walking the two sorted lists together. */
+    double total = (double)n * (double)n;
+    for (size_t x = 0, j = 0; x < n; x++) { /* his[x]: los from j on start at or after it */
+        while (j < n && los[j] < his[x])
+            j++;
+        total -= (double)(n - j);
+    }
+    for (size_t x = 0, j = 0; x < n; x++) { /* los[x]: his before j end at or before it */
+        while (j < n && his[j] <= los[x])
+            j++;
+        total -= (double)j;
     }
     return n ? total / (double)n : 0;
 }
 
-static size_t unique_i64(int64_t *v, size_t n)
+/* About this many lifetime ends per block: enough that long buffers touch few blocks, few
+ * enough that filtering a block's part list stays cheap. */
+#define BLOCK_ENDS 768
+
+/* While building: reach holds the group (0: starts before the block, 1: ends after it, 2: both
+ * in it); group 0 by decreasing end, the others by start. */
+static int cmp_part_entry(const void *x, const void *y)
 {
-    size_t u = 0;
-    for (size_t k = 0; k < n; k++)
-        if (u == 0 || v[k] != v[u - 1])
-            v[u++] = v[k];
-    return u;
+    const struct part_entry *a = x, *b = y;
+    if (a->reach != b->reach)
+        return a->reach < b->reach ? -1 : 1;
+    if (a->reach == 0 && a->e != b->e)
+        return a->e > b->e ? -1 : 1;
+    if (a->f != b->f)
+        return a->f < b->f ? -1 : 1;
+    return a->id < b->id ? -1 : a->id > b->id;
 }
 
-static int build_union_tree(struct planner *p, int64_t *times)
+static int build_union_tree(struct planner *p)
 {
     size_t n = p->n, m = 0;
-    for (size_t i = 0; i < n; i++)
-        times[m++] = p->lo[i], times[m++] = p->hi[i];
-    qsort(times, m, sizeof *times, cmp_i64);
-    m = unique_i64(times, m);
     struct union_tree *t = calloc(1, sizeof *t);
     if (!t)
         return -1;
     p->tree = t;
-    t->leaves = 1;
-    while (t->leaves < m - 1)
-        t->leaves *= 2;
-    t->own = calloc(2 * t->leaves, sizeof *t->own);
-    t->sub = calloc(2 * t->leaves, sizeof *t->sub);
     t->first = malloc(n * sizeof *t->first);
     t->last = malloc(n * sizeof *t->last);
-    if (!t->own || !t->sub || !t->first || !t->last)
+    uint64_t(*ends)[2] = malloc(2 * n * sizeof *ends + 1); /* {time ^ sign, 2 i + (0: lo, 1: hi)} */
+    if (!t->first || !t->last || !ends) {
+        free(ends);
         return -1;
+    }
     for (size_t i = 0; i < n; i++) {
-        t->first[i] = (uint32_t)first_at_or_after(times, m, p->lo[i]);
-        t->last[i] = (uint32_t)first_at_or_after(times, m, p->hi[i]);
+        ends[2 * i][0] = (uint64_t)p->lo[i] ^ (1ull << 63), ends[2 * i][1] = 2 * i;
+        ends[2 * i + 1][0] = (uint64_t)p->hi[i] ^ (1ull << 63), ends[2 * i + 1][1] = 2 * i + 1;
+    }
+    if (radix_sort_words(&ends[0][0], 2 * n, 2, 0)) {
+        free(ends);
+        return -1;
+    }
+    /* Number the distinct times in order: segment k is [time k, time k + 1). */
+    for (size_t x = 0; x < 2 * n; x++) {
+        if (x > 0 && ends[x][0] != ends[x - 1][0])
+            m++;
+        size_t i = ends[x][1] / 2;
+        if (ends[x][1] & 1)
+            t->last[i] = (uint32_t)m;
+        else
+            t->first[i] = (uint32_t)m;
+    }
+    m++; /* distinct times */
+    free(ends);
+    size_t segments = m - 1, w = 1;
+    while (w < (size_t)1 << 20 && (double)w * 2 * (double)n < (double)BLOCK_ENDS * (double)segments)
+        w *= 2;
+    t->width = (uint32_t)w;
+    t->blocks = (segments + w - 1) / w;
+    t->leaves = 1;
+    while (t->leaves < t->blocks)
+        t->leaves *= 2;
+    t->sub = calloc(2 * t->leaves, sizeof *t->sub);
+    t->cov = calloc(t->blocks, sizeof *t->cov);
+    t->pstart = calloc(t->blocks + 2, sizeof *t->pstart);
+    t->cstart = malloc(t->blocks * sizeof *t->cstart + 1);
+    t->sstart = malloc(t->blocks * sizeof *t->sstart + 1);
+    if (!t->sub || !t->cov || !t->first || !t->last || !t->pstart || !t->cstart || !t->sstart)
+        return -1;
+    size_t total = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        for (size_t i = 0; i < n; i++) {
+            size_t m1, m2, c1, c2;
+            tree_blocks(t, i, &m1, &m2, &c1, &c2);
+            for (size_t B = m1; B <= m2; B += (m2 > m1 ? m2 - m1 : 1)) {
+                if (B >= c1 && B < c2)
+                    continue;
+                if (pass == 0)
+                    t->pstart[B + 2]++, total++;
+                else
+                    t->part[t->pstart[B + 1]++] = (struct part_entry){t->first[i], t->last[i], (uint32_t)i,
+                                                                      t->first[i] < B * w        ? 0
+                                                                      : t->last[i] > (B + 1) * w ? 1
+                                                                                                 : 2};
+            }
+        }
+        if (pass == 0) {
+            for (size_t B = 0; B < t->blocks; B++)
+                t->pstart[B + 2] += t->pstart[B + 1];
+            if (!(t->part = malloc(total * sizeof *t->part + 1)))
+                return -1;
+        }
+    }
+    for (size_t B = 0; B < t->blocks; B++) {
+        size_t x = t->pstart[B], end = t->pstart[B + 1];
+        qsort(&t->part[x], end - x, sizeof *t->part, cmp_part_entry);
+        for (; x < end && t->part[x].reach == 0; x++)
+            ;
+        t->cstart[B] = x;
+        for (; x < end && t->part[x].reach == 1; x++)
+            ;
+        t->sstart[B] = x;
+        uint32_t reach = 0;
+        for (x = t->pstart[B]; x < end; x++) {
+            reach = x >= t->sstart[B] && t->part[x].e > reach ? t->part[x].e : reach;
+            t->part[x].reach = reach;
+        }
     }
     return 0;
 }
@@ -836,7 +1158,7 @@ static int choose_structure(struct planner *p)
     int rc = -1;
     if (!a || !b)
         goto out;
-    rc = p->n >= 2 && average_overlap(p, a, b) >= DENSE_OVERLAP ? build_union_tree(p, a) : 0;
+    rc = p->n >= 2 && p->n < UINT32_MAX / 2 && average_overlap(p, a, b) >= DENSE_OVERLAP ? build_union_tree(p) : 0;
 out:
     free(a);
     free(b);
@@ -860,6 +1182,8 @@ static const struct heuristic portfolio[] = {
     {ORDER_SIZE, FIT_FIRST, "first-fit-decreasing-size"},
     {ORDER_AREA, FIT_BEST, "best-fit-decreasing-area"},
     {ORDER_LENGTH, FIT_BEST, "best-fit-decreasing-lifetime"},
+    {ORDER_START, FIT_FIRST, "first-fit-by-start"},
+    {ORDER_START, FIT_BEST, "best-fit-by-start"},
 };
 
 struct best_plan {
@@ -881,8 +1205,8 @@ static int try_order(struct planner *p, const uint32_t *order, enum fit fit, con
     return 0;
 }
 
-/* A worker's own copy of the planner's mutable state (offsets, scratch, union tree lists); the
- * buffers, the time classes and the tree's leaf ranges are shared read-only. */
+/* A worker's own copy of the planner's mutable state (offsets, scratch, the tree's lists); the
+ * buffers, the time classes, the tree's segment ranges and part lists are shared read-only. */
 static int worker_init(struct planner *w, const struct planner *p)
 {
     *w = *p;
@@ -892,17 +1216,17 @@ static int worker_init(struct planner *w, const struct planner *p)
     w->segcap = 0;
     w->runs = NULL;
     w->nruns = w->runcap = 0;
+    w->lists = NULL;
+    w->nlists = w->listcap = 0;
     w->tree = NULL;
     if (p->tree) {
         w->tree = calloc(1, sizeof *w->tree);
         if (w->tree) {
-            w->tree->leaves = p->tree->leaves;
-            w->tree->first = p->tree->first;
-            w->tree->last = p->tree->last;
-            w->tree->own = calloc(2 * w->tree->leaves, sizeof *w->tree->own);
+            *w->tree = *p->tree; /* shares first, last, pstart, part */
             w->tree->sub = calloc(2 * w->tree->leaves, sizeof *w->tree->sub);
+            w->tree->cov = calloc(w->tree->blocks, sizeof *w->tree->cov);
         }
-        if (!w->tree || !w->tree->own || !w->tree->sub)
+        if (!w->tree || !w->tree->sub || !w->tree->cov)
             return -1;
     }
     return w->off && w->placed ? 0 : -1;
@@ -915,9 +1239,10 @@ static void worker_free(struct planner *w)
     free(w->seg);
     free(w->tmp);
     free(w->runs);
+    free(w->lists);
     if (w->tree) {
-        w->tree->first = w->tree->last = NULL; /* shared */
-        union_tree_free(w->tree);
+        union_tree_free_lists(w->tree); /* the rest is shared */
+        free(w->tree);
     }
 }
 
@@ -929,9 +1254,9 @@ struct portfolio_run {
     const uint64_t *breadth;
     const size_t *which; /* decoder indices into portfolio[] */
     size_t count;
-    uint64_t *peak;      /* per entry of which */
-    uint64_t **off;      /* per entry of which */
-    atomic_size_t done;  /* smallest entry that reached the load bound */
+    uint64_t *peak;     /* per entry of which */
+    uint64_t **off;     /* per entry of which */
+    atomic_size_t done; /* smallest entry that reached the load bound */
     atomic_int failed;
 };
 
@@ -1053,20 +1378,17 @@ static int perturbed_orders(struct planner *p, const uint64_t *breadth, uint32_t
 struct search {
     struct planner *p;
     uint64_t peak, target;
-    size_t over;            /* buffers ending above target */
-    uint32_t *over_list;    /* candidates (lazily cleaned) */
+    size_t over;         /* buffers ending above target */
+    uint32_t *over_list; /* candidates (lazily cleaned) */
     size_t nover_list;
     unsigned char *in_list;
-    uint32_t *moved;        /* the neighbourhood of the current move */
-    uint64_t *saved_off;    /* per buffer: its offset before the current move */
+    uint32_t *moved;     /* the neighbourhood of the current move */
+    uint64_t *saved_off; /* per buffer: its offset before the current move */
     size_t nmoved, cap;
     uint64_t rng;
 };
 
-static uint64_t top_of(const struct planner *p, size_t i)
-{
-    return p->off[i] + p->sz[i];
-}
+static uint64_t top_of(const struct planner *p, size_t i) { return p->off[i] + p->sz[i]; }
 
 static int search_reset(struct search *s)
 {
@@ -1254,16 +1576,6 @@ struct live_entry {
     uint64_t off, end;
 };
 
-static int cmp_size_t_event(const void *x, const void *y)
-{
-    const uint64_t *a = x, *b = y; /* {time ^ sign, kind, index} */
-    if (a[0] != b[0])
-        return a[0] < b[0] ? -1 : 1;
-    if (a[1] != b[1])
-        return a[1] < b[1] ? -1 : 1;
-    return a[2] < b[2] ? -1 : a[2] > b[2];
-}
-
 static size_t live_lower_bound(const struct live_entry *live, size_t n, uint64_t off)
 {
     size_t a = 0, b = n;
@@ -1302,7 +1614,11 @@ int ws_plan_validate(const struct ws_plan_buffer *b, size_t n, uint64_t default_
         ev[m][0] = (uint64_t)b[i].lower ^ (1ull << 63), ev[m][1] = 1, ev[m++][2] = i;
         ev[m][0] = (uint64_t)b[i].upper ^ (1ull << 63), ev[m][1] = 0, ev[m++][2] = i;
     }
-    qsort(ev, m, sizeof *ev, cmp_size_t_event);
+    /* By kind (ends first), then stably by time: ties stay by index. */
+    if (radix_sort_words(&ev[0][0], m, 3, 1) || radix_sort_words(&ev[0][0], m, 3, 0)) {
+        ok = -1;
+        goto out;
+    }
     for (size_t k = 0; k < m; k++) {
         const struct ws_plan_buffer *x = &b[ev[k][2]];
         uint64_t a = effective_alignment(x, default_alignment), sz;
@@ -1340,7 +1656,9 @@ static int plan_all(struct planner *p, const struct ws_plan_options *o, double t
     uint64_t *breadth = malloc(p->n * sizeof *breadth + 1);
     uint64_t rng = o->seed ^ 0x2545f4914f6cdd1dull;
     int rc = -1;
-    if (!order || !breadth || breadth_of(p, breadth) || run_portfolio(p, breadth, order, best))
+    /* The breadth orders are used by the portfolio up to LARGE_PROBLEM buffers and by the search. */
+    int need_breadth = p->n <= LARGE_PROBLEM || o->time_limit_s > 0;
+    if (!order || !breadth || (need_breadth && breadth_of(p, breadth)) || run_portfolio(p, breadth, order, best))
         goto out;
     uint64_t portfolio_peak = best->peak;
     if (o->time_limit_s > 0 && best->peak > p->lb) {

@@ -25,10 +25,7 @@ static uint64_t next(void)
     return z ^ (z >> 31);
 }
 
-static uint64_t below(uint64_t n)
-{
-    return next() % n;
-}
+static uint64_t below(uint64_t n) { return next() % n; }
 
 struct rect {
     uint64_t t0, t1, a0, a1;

@@ -13,8 +13,8 @@ static int check(struct ws_plan_buffer *b, size_t n, double limit, const char *w
     struct ws_plan_options o = {1, limit, 1};
     struct ws_plan_result r;
     uint64_t peak;
-    if (ws_plan_solve(b, n, &o, &r) || !r.valid || ws_plan_validate(b, n, 1, &peak) != 1 ||
-        peak != r.peak_bytes || r.peak_bytes < r.load_bound_bytes) {
+    if (ws_plan_solve(b, n, &o, &r) || !r.valid || ws_plan_validate(b, n, 1, &peak) != 1 || peak != r.peak_bytes ||
+        r.peak_bytes < r.load_bound_bytes) {
         fprintf(stderr, "planner_smoke: %s: failed (%s)\n", what, r.error);
         return 1;
     }
@@ -32,10 +32,24 @@ int main(void)
         for (size_t i = 0; i < n; i++) {
             s = s * 6364136223846793005ull + 1442695040888963407ull;
             int64_t lo = (int64_t)((s >> 33) % 300);
-            b[i] = (struct ws_plan_buffer){.id = i, .lower = lo, .upper = lo + 1 + (int64_t)((s >> 20) % 40),
-                                           .size = 1 + (s >> 40) % 4096};
+            b[i] = (struct ws_plan_buffer){
+                .id = i, .lower = lo, .upper = lo + 1 + (int64_t)((s >> 20) % 40), .size = 1 + (s >> 40) % 4096};
         }
         failed |= check(b, n, round % 3 == 0 ? 0.1 : 0, "random problem");
+        free(b);
+    }
+    /* Dense, mostly short lifetimes with a long tail: the block tree in both decoder threads,
+     * then the search. */
+    for (int round = 0; round < 2; round++) {
+        size_t n = 5000;
+        struct ws_plan_buffer *b = calloc(n, sizeof *b);
+        for (size_t i = 0; i < n; i++) {
+            s = s * 6364136223846793005ull + 1442695040888963407ull;
+            uint64_t p = (s >> 33) % 100, len = 1 + (s >> 20) % (p < 85 ? 8 : p < 98 ? 100 : 3000);
+            b[i] = (struct ws_plan_buffer){
+                .id = i, .lower = (int64_t)(i / 12), .upper = (int64_t)(i / 12 + len), .size = 1 + (s >> 40) % 4096};
+        }
+        failed |= check(b, n, round ? 0.2 : 0, "dense problem with a long tail");
         free(b);
     }
     struct ws_problem pr;

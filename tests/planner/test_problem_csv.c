@@ -18,10 +18,7 @@ static void write_file(const char *text)
     fclose(f);
 }
 
-static void cleanup(void)
-{
-    unlink(path);
-}
+static void cleanup(void) { unlink(path); }
 
 static void expect_error(const char *text, const char *where, const char *what)
 {
