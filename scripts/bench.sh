@@ -77,7 +77,7 @@ for s in "${sections[@]}"; do
     case $s in
     hooks) bench_hooks | tee "$out/hooks.md" ;;
     collector) bench_collector | tee "$out/collector.md" ;;
-    planner) WSTRACE_BENCH_BUILD=$build scripts/bench-planner.sh "$build" | tee "$out/planner.md" ;;
+    planner) { echo "### Planner quality and speed"; echo; scripts/bench-planner.sh "$build"; echo; } | tee "$out/planner.md" ;;
     analysis) scripts/bench-analysis.sh "$build" | tee "$out/analysis.md" ;;
     workload) scripts/bench-workload.sh "$build" | tee "$out/workload.md" ;;
     *) echo "bench.sh: unknown section '$s' (hooks collector planner analysis workload)" >&2; exit 2 ;;
