@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <nvtx3/nvToolsExt.h>
+
 #include "wsk.h"
 #include "wstrace.h"
 
@@ -253,8 +255,13 @@ static int session(struct wsk_config *c, struct wsk_error *err)
         describe(c, &x.dev);
         rc = outputs_open(&out, c, err);
     }
-    if (rc == 0)
+    if (rc == 0) {
+        /* Session initialisation is a node of its own, outside every run: the weights and KV cache
+         * it allocates are classified persistent rather than unattributed. */
+        nvtxRangePushA(WSK_NODE_INIT_NAME);
         rc = wsk_model_create(&model, c, &alloc);
+        nvtxRangePop();
+    }
     if (rc == 0) {
         printf("persistent bytes %" PRIu64 "\n", model.persistent_bytes);
         wsk_declare_level1(c, &x.dev);

@@ -206,6 +206,7 @@ enum wsk_layer_node {
     WSK_NODE_MLP_ADD,
     WSK_LAYER_NODES
 };
+#define WSK_NODE_INIT_NAME    "/session/initialize"
 #define WSK_NODE_EMBED_NAME   "/model/embed_tokens/Gather"
 #define WSK_NODE_NORM_NAME    "/model/norm/SimplifiedLayerNormalization"
 #define WSK_NODE_LM_HEAD_NAME "/model/lm_head/MatMulNBits"
