@@ -5,6 +5,7 @@
  * a trace of ten million events is a few sorts of flat arrays, never a query per row.
  */
 #include "analysis.h"
+#include "commands.h"
 
 #include <errno.h>
 #include <math.h>
@@ -1224,5 +1225,20 @@ out:
     }
     *out = v;
     *count = n;
+    return 0;
+}
+
+int ws_analysis_start(const char *trace, const char *estimates_path, sqlite3 **db, struct ws_analysis *an,
+                      struct ws_estimates *est)
+{
+    char err[1024];
+    if (estimates_path && ws_estimates_load(estimates_path, est, err, sizeof err) != 0) {
+        ws_error("%s", err);
+        return -1;
+    }
+    if (ws_analysis_open(trace, 1, db, an, err, sizeof err) != 0) {
+        ws_error("%s", err);
+        return -1;
+    }
     return 0;
 }

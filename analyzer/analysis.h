@@ -120,6 +120,12 @@ struct ws_estimates {
 int ws_estimates_load(const char *path, struct ws_estimates *est, char *err, size_t errlen);
 void ws_estimates_free(struct ws_estimates *est);
 
+/* The start of resolve and verify: the estimates file (when given) is read first, so bad input
+ * writes nothing; then the trace is opened for writing results and analysed.  Prints one line
+ * and returns -1 on failure. */
+int ws_analysis_start(const char *trace, const char *estimates_path, sqlite3 **db, struct ws_analysis *an,
+                      struct ws_estimates *est);
+
 /* ---- Resolution ---- */
 
 enum ws_source { WS_SOURCE_ESTIMATOR, WS_SOURCE_PROFILE, WS_SOURCE_MAX, WS_SOURCE_FALLBACK, WS_SOURCE_COUNT };

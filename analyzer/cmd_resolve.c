@@ -193,15 +193,8 @@ int cmd_resolve(int argc, char **argv)
     if (rc != WS_EXIT_OK)
         return rc < 0 ? WS_EXIT_OK : rc;
     rc = WS_EXIT_USAGE;
-    /* The estimates file is checked before the trace is opened: bad input writes nothing. */
-    if (o.estimates && ws_estimates_load(o.estimates, &est, err, sizeof err) != 0) {
-        ws_error("%s", err);
-        return WS_EXIT_USAGE;
-    }
-    if (ws_analysis_open(o.trace, 1, &db, &an, err, sizeof err) != 0) {
-        ws_error("%s", err);
+    if (ws_analysis_start(o.trace, o.estimates, &db, &an, &est) != 0)
         goto out;
-    }
     if (ws_resolve(&an, o.estimates ? &est : NULL, o.multiplier, &res, &n, err, sizeof err) != 0 ||
         write_resolutions(db, &an, res, n, err, sizeof err) != 0) {
         ws_error("%s: %s", o.trace, err);

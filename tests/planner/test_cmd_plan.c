@@ -15,17 +15,6 @@
 #include "problem_csv.h"
 #include "tracedb.h"
 
-/* The CLI's ws_error lives in main.c, which tests do not link: the same one line on stderr
- * (weak, so that another test file's definition may win). */
-__attribute__((weak)) void ws_error(const char *fmt, ...)
-{
-    va_list ap;
-    fputs("wstrace: ", stderr);
-    va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
-    va_end(ap);
-    fputc('\n', stderr);
-}
 
 #define PROBLEMS WS_SOURCE_DIR "/../shared/data/allocation-problems"
 
