@@ -6,11 +6,13 @@
 #   - generated tokens: identical in every run;
 #   - logits: max |gpu - sim| <= 1e-3 * max(1, max |sim|) over all runs (fp32 with different
 #     summation orders and exp implementations; 4-bit weights keep values near unit size);
-#   - the GPU run is bitwise reproducible across --alloc dynamic and --alloc async.
+#   - the GPU run is bitwise reproducible across --alloc dynamic and --alloc async;
+#   - the main job (scripts/demo.sh) runs on the GPU: trace, plan, planned rerun, report.
 # Prints one PASS/FAIL line per check and exits 0 only when all pass.
 #
 # Environment: BUILD_DIR (default <repo>/build-gpu), CUDA_ARCH (default: native),
-#              WSK_ARGS (workload flags, default below), TOLERANCE (default 1e-3).
+#              WSK_ARGS (workload flags, default below), TOLERANCE (default 1e-3),
+#              DEMO_ARGS (workload flags of the main job on the GPU).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -97,6 +99,19 @@ verdict=$(paste -d' ' <(awk '$1 == "logit"' "$OUT/sim.txt") <(awk '$1 == "logit"
         }')
 echo "$verdict"
 case $verdict in FAIL*) failures=$((failures + 1)) ;; esac
+
+# The main job on the GPU: trace, analyse, plan, rerun under the plan and through the arena, and
+# report, exactly as scripts/demo.sh does on the simulated device (its output lands in out/demo/).
+say "the main job on the GPU (scripts/demo.sh with --device cuda)"
+if WSTRACE_BUILD=$BUILD_DIR WSK_ARGS="${DEMO_ARGS:---device cuda --layers 8 --hidden 512 --heads 8 --head-dim 64 \
+--intermediate 1408 --vocab 4096 --batch 1,8 --kv-len 96,128,112 --max-kv-len 128 --runs 12 --l1 envelope}" \
+    bash "$ROOT/scripts/demo.sh" >"$OUT/demo.log" 2>&1; then
+    pass "demo loop on the GPU (report: out/demo/report.md, log: $OUT/demo.log)"
+    sed -n '/^# wstrace report/,$p' "$OUT/demo.log"
+else
+    tail -n 40 "$OUT/demo.log"
+    fail "demo loop on the GPU"
+fi
 
 if [ "$failures" -eq 0 ]; then
     say "all checks passed; outputs in $OUT"
