@@ -1570,6 +1570,420 @@ out:
     return rc;
 }
 
+/* ---- exact search: bottom-up skyline over time ------------------------------------------- */
+
+/*
+ * For small problems with a time limit: a depth-first search for a layout whose peak is the load
+ * bound P. Time is cut into columns (the intervals between consecutive distinct lower/upper
+ * values); the state is the skyline sky[c] (every address below it in column c is taken or given
+ * up) and rem[c], the bytes of the unplaced buffers alive in column c. A column is open while
+ * rem[c] > 0, and sky[c] + rem[c] <= P always holds.
+ *
+ * Each step takes the lowest open point of the skyline, leftmost among equals: the run of open
+ * columns [c0, c1) at the lowest height h. Since the columns left of c0 are higher (or closed) and
+ * the run is the lowest, a buffer put at (c0, h) without leaving a hole below it must start at c0
+ * exactly, end by c1 and sit at offset h: the candidates are the unplaced buffers starting in
+ * column c0 with upper <= c1, size <= P - h and h aligned to them. When some column of the run has
+ * slack (sky + rem < P), the search may also give up the addresses [h, h') of the columns from c0
+ * to the next start of an unplaced buffer (waste). On a problem where every column holds exactly
+ * P bytes (a rectangle cut into pieces) no waste is possible and the rule is complete: every
+ * layout of peak P is reachable.
+ *
+ * Pruning: a run [e, c1) left at height h to the right of a placed buffer needs a buffer starting
+ * at e that ends by c1 (or slack there); identical buffers (same lifetime, size, alignment) are
+ * tried once per step; and a table remembers the states (a hash of the placed set and the
+ * skyline) whose whole subtree failed. The search restarts with a growing node limit and with the
+ * candidates' order shuffled by the seed; the failed states stay valid across restarts.
+ */
+struct exact {
+    const struct planner *p;
+    size_t m;               /* columns */
+    uint32_t *clo, *chi;    /* per buffer: column range [clo, chi) */
+    uint64_t *sky, *rem;    /* per column */
+    uint64_t *zcol;         /* per column + 1: prefix sums of random column keys */
+    uint64_t *zbuf;         /* per buffer: random key */
+    uint32_t *start, *cand; /* candidates of column c: cand[start[c] .. start[c + 1]) */
+    unsigned char *placed;
+    uint64_t *off;
+    uint64_t target, hash;
+    size_t left;     /* unplaced buffers of nonzero size */
+    uint64_t *table; /* failed states, direct-mapped by hash */
+    size_t table_mask;
+    size_t *goal, ngoal, unwind; /* see exact_dfs */
+    size_t *stack;               /* per column: scratch of exact_dfs */
+    uint64_t nodes, node_limit;
+    double deadline;
+    int out_of_time;
+};
+
+#define EXACT_MAX_BUFFERS 2000
+#define EXACT_NAME        "exact-skyline"
+
+static int exact_open(const struct exact *x, size_t c) { return x->rem[c] > 0; }
+
+static void exact_raise(struct exact *x, size_t a, size_t b, uint64_t d, int up)
+{
+    for (size_t c = a; c < b; c++)
+        x->sky[c] = up ? x->sky[c] + d : x->sky[c] - d;
+    uint64_t zh = (x->zcol[b] - x->zcol[a]) * d;
+    x->hash = up ? x->hash + zh : x->hash - zh;
+}
+
+static void exact_put(struct exact *x, uint32_t i, uint64_t h, int up)
+{
+    const struct planner *p = x->p;
+    for (size_t c = x->clo[i]; c < x->chi[i]; c++)
+        x->rem[c] = up ? x->rem[c] - p->sz[i] : x->rem[c] + p->sz[i];
+    exact_raise(x, x->clo[i], x->chi[i], p->sz[i], up);
+    x->hash ^= x->zbuf[i];
+    x->placed[i] = (unsigned char)up;
+    x->off[i] = h;
+    if (up)
+        x->left--;
+    else
+        x->left++;
+}
+
+/* 1 when the addresses from h up in column c can be filled or given up: an unplaced buffer starts
+ * in c, ends by column e and fits under the target at h, or c has slack. */
+static int exact_fillable(const struct exact *x, size_t c, size_t e, uint64_t h)
+{
+    const struct planner *p = x->p;
+    if (x->sky[c] + x->rem[c] < x->target)
+        return 1;
+    for (uint32_t k = x->start[c]; k < x->start[c + 1]; k++) {
+        uint32_t j = x->cand[k];
+        if (!x->placed[j] && x->chi[j] <= e && p->sz[j] <= x->target - h && h % p->al[j] == 0)
+            return 1;
+    }
+    return 0;
+}
+
+static int exact_failed(const struct exact *x)
+{
+    uint64_t k = x->hash | 1;
+    return x->table[k & x->table_mask] == k;
+}
+
+static void exact_remember(struct exact *x)
+{
+    uint64_t k = x->hash | 1;
+    x->table[k & x->table_mask] = k;
+}
+
+static int same_buffer(const struct planner *p, uint32_t a, uint32_t b)
+{
+    return p->lo[a] == p->lo[b] && p->hi[a] == p->hi[b] && p->sz[a] == p->sz[b] && p->al[a] == p->al[b];
+}
+
+static int exact_dfs(struct exact *x);
+
+/* One step inside the component of open columns [L, R): fill its lowest point. */
+static int exact_step(struct exact *x, size_t L, size_t R)
+{
+    const struct planner *p = x->p;
+    size_t c0 = R;
+    for (size_t c = L; c < R; c++)
+        if (exact_open(x, c) && (c0 == R || x->sky[c] < x->sky[c0]))
+            c0 = c;
+    if (c0 == R)
+        return 0; /* cannot happen: L is open */
+    uint64_t h = x->sky[c0];
+    size_t c1 = c0 + 1;
+    while (c1 < x->m && exact_open(x, c1) && x->sky[c1] == h)
+        c1++;
+    uint32_t last = UINT32_MAX;
+    for (uint32_t k = x->start[c0]; k < x->start[c0 + 1]; k++) {
+        uint32_t i = x->cand[k];
+        if (x->placed[i] || x->chi[i] > c1 || p->sz[i] > x->target - h || h % p->al[i])
+            continue;
+        if (last != UINT32_MAX && same_buffer(p, i, last))
+            continue;
+        last = i;
+        exact_put(x, i, h, 1);
+        int r = 1;
+        /* The run left behind at h must still be fillable from its left end. */
+        if (x->chi[i] < c1 && exact_open(x, x->chi[i]) && !exact_fillable(x, x->chi[i], c1, h))
+            r = 0;
+        else
+            r = exact_dfs(x);
+        if (r == 1)
+            return 1;
+        exact_put(x, i, h, 0);
+        if (r != 0)
+            return r;
+    }
+    /* Give up [h, h') in the columns from c0 to the next start of an unplaced buffer. */
+    size_t e = c0 + 1;
+    while (e < c1) {
+        int starts = 0;
+        for (uint32_t k = x->start[e]; k < x->start[e + 1] && !starts; k++)
+            starts = !x->placed[x->cand[k]];
+        if (starts)
+            break;
+        e++;
+    }
+    uint64_t top = x->target;
+    if (c0 > 0 && exact_open(x, c0 - 1) && x->sky[c0 - 1] < top)
+        top = x->sky[c0 - 1];
+    if (e == c1 && c1 < x->m && exact_open(x, c1) && x->sky[c1] < top)
+        top = x->sky[c1];
+    for (size_t c = c0; c < e; c++)
+        if (x->target - x->rem[c] < top)
+            top = x->target - x->rem[c];
+    if (top > h) {
+        exact_raise(x, c0, e, top - h, 1);
+        int r = exact_dfs(x);
+        if (r == 1)
+            return 1;
+        exact_raise(x, c0, e, top - h, 0);
+        if (r != 0)
+            return r;
+    }
+    return 0;
+}
+
+/*
+ * 1 found (x->off holds the layout), 0 the subtree has none, -1 stopped by a limit, 2 the
+ * search below a component root failed after that component was complete (x->unwind names the
+ * root's goal): the rest does not depend on how the component was laid out, so the root fails.
+ *
+ * Components: the unplaced buffers split into groups with disjoint column ranges that can be
+ * laid out independently. The search fills the leftmost group completely before the others
+ * (goal[]: the number of unplaced buffers left when the group is done).
+ */
+static int exact_dfs(struct exact *x)
+{
+    if (x->left == 0)
+        return 1;
+    size_t t = x->ngoal - 1;
+    if (x->left == x->goal[t]) { /* the group of goal t is complete: go on with the rest */
+        x->ngoal--;
+        int r = exact_dfs(x);
+        x->ngoal++;
+        if (r == 0) {
+            x->unwind = t;
+            return 2;
+        }
+        return r;
+    }
+    if (++x->nodes > x->node_limit)
+        return -1;
+    if ((x->nodes & 255) == 0 && now_s() >= x->deadline) {
+        x->out_of_time = 1;
+        return -1;
+    }
+    if (exact_failed(x))
+        return 0;
+    size_t L = 0, R, k = 0;
+    while (L < x->m && !exact_open(x, L))
+        L++;
+    if (L == x->m)
+        return 0; /* cannot happen: unplaced buffers keep their columns open */
+    R = L + 1;
+    for (size_t c = L; c < R; c++)
+        for (uint32_t q = x->start[c]; q < x->start[c + 1]; q++) {
+            uint32_t j = x->cand[q];
+            if (!x->placed[j]) {
+                k++;
+                if (x->chi[j] > R)
+                    R = x->chi[j];
+            }
+        }
+    /* Every left end of a step of the skyline needs a buffer that starts there and ends before
+     * the skyline rises above it (or slack). nxt[c]: the first column after c that is closed or
+     * higher, by a stack pass from the right. */
+    size_t sp = 0;
+    for (size_t c = R; c-- > L;) {
+        while (sp && exact_open(x, x->stack[sp - 1]) && x->sky[x->stack[sp - 1]] <= x->sky[c])
+            sp--;
+        size_t e = sp ? x->stack[sp - 1] : R;
+        if (exact_open(x, c) && (c == L || !exact_open(x, c - 1) || x->sky[c - 1] > x->sky[c]) &&
+            !exact_fillable(x, c, e, x->sky[c])) {
+            exact_remember(x);
+            return 0;
+        }
+        x->stack[sp++] = c;
+    }
+    int r;
+    if (x->left - k > x->goal[t]) { /* the group has split: its leftmost part is a new root */
+        x->goal[x->ngoal++] = x->left - k;
+        r = exact_step(x, L, R);
+        x->ngoal--;
+        if (r == 2 && x->unwind == x->ngoal)
+            r = 0;
+    } else {
+        r = exact_step(x, L, R);
+    }
+    if (r == 0)
+        exact_remember(x);
+    return r;
+}
+
+static void exact_free(struct exact *x)
+{
+    free(x->clo);
+    free(x->chi);
+    free(x->sky);
+    free(x->rem);
+    free(x->zcol);
+    free(x->zbuf);
+    free(x->start);
+    free(x->cand);
+    free(x->placed);
+    free(x->off);
+    free(x->table);
+    free(x->goal);
+    free(x->stack);
+}
+
+struct exact_key {
+    uint64_t len, size;
+    uint32_t i;
+};
+
+static int cmp_exact_key(const void *a, const void *b)
+{
+    const struct exact_key *x = a, *y = b;
+    if (x->len != y->len)
+        return x->len > y->len ? -1 : 1;
+    if (x->size != y->size)
+        return x->size > y->size ? -1 : 1;
+    return x->i < y->i ? -1 : x->i > y->i;
+}
+
+/* Order the candidates of every column: longest lifetime first, then largest; from the second
+ * round on, a random quarter of them get a random rank instead of their lifetime. */
+static void exact_order(struct exact *x, struct exact_key *keys, uint64_t *rng, unsigned round)
+{
+    const struct planner *p = x->p;
+    for (size_t c = 0; c < x->m; c++) {
+        uint32_t a = x->start[c], b = x->start[c + 1];
+        for (uint32_t k = a; k < b; k++) {
+            uint32_t i = x->cand[k];
+            uint64_t len = x->chi[i] - x->clo[i];
+            if (round > 0 && rng_below(rng, 4) == 0)
+                len = rng_below(rng, x->m + 1);
+            keys[k - a] = (struct exact_key){len, p->sz[i], i};
+        }
+        qsort(keys, b - a, sizeof *keys, cmp_exact_key);
+        for (uint32_t k = a; k < b; k++)
+            x->cand[k] = keys[k - a].i;
+    }
+}
+
+/* Look for a layout of peak P = p->lb; on success copy it into off and return 1. 0 when none was
+ * found before the deadline, -1 when memory runs out. */
+static int exact_search(const struct planner *p, uint64_t seed, double deadline, uint64_t *off)
+{
+    struct exact x = {.p = p, .target = p->lb, .deadline = deadline};
+    size_t n = p->n, nt = 0;
+    int rc = -1;
+    int64_t *times = malloc(2 * n * sizeof *times + 1);
+    struct exact_key *keys = malloc(n * sizeof *keys + 1);
+    uint64_t rng = seed ^ 0x9fb21c651e98df25ull;
+    if (!times || !keys)
+        goto out;
+    for (size_t i = 0; i < n; i++)
+        if (p->sz[i]) {
+            times[nt++] = p->lo[i];
+            times[nt++] = p->hi[i];
+        }
+    if (sort_i64(times, nt))
+        goto out;
+    size_t u = 0;
+    for (size_t k = 0; k < nt; k++)
+        if (u == 0 || times[k] != times[u - 1])
+            times[u++] = times[k];
+    x.m = u ? u - 1 : 0;
+    x.clo = malloc(n * sizeof *x.clo + 1);
+    x.chi = malloc(n * sizeof *x.chi + 1);
+    x.sky = calloc(x.m + 1, sizeof *x.sky);
+    x.rem = calloc(x.m + 1, sizeof *x.rem);
+    x.zcol = calloc(x.m + 2, sizeof *x.zcol);
+    x.zbuf = malloc(n * sizeof *x.zbuf + 1);
+    x.start = calloc(x.m + 2, sizeof *x.start);
+    x.cand = malloc(n * sizeof *x.cand + 1);
+    x.placed = calloc(n + 1, 1);
+    x.off = calloc(n + 1, sizeof *x.off);
+    x.table_mask = (1u << 18) - 1;
+    x.table = calloc(x.table_mask + 1, sizeof *x.table);
+    x.goal = calloc(n + 2, sizeof *x.goal);
+    x.ngoal = 1;
+    x.stack = calloc(x.m + 1, sizeof *x.stack);
+    if (!x.goal || !x.stack || !x.clo || !x.chi || !x.sky || !x.rem || !x.zcol || !x.zbuf || !x.start || !x.cand ||
+        !x.placed || !x.off || !x.table)
+        goto out;
+    for (size_t c = 0; c < x.m; c++)
+        x.zcol[c + 1] = x.zcol[c] + rng_next(&rng);
+    for (size_t i = 0; i < n; i++) {
+        x.zbuf[i] = rng_next(&rng);
+        if (!p->sz[i]) {
+            x.placed[i] = 1; /* occupies nothing: offset 0 */
+            continue;
+        }
+        size_t a = 0, b = u;
+        while (a < b) { /* lower's index among the distinct times */
+            size_t mid = a + (b - a) / 2;
+            if (times[mid] < p->lo[i])
+                a = mid + 1;
+            else
+                b = mid;
+        }
+        x.clo[i] = (uint32_t)a;
+        for (b = u; a < b;) {
+            size_t mid = a + (b - a) / 2;
+            if (times[mid] < p->hi[i])
+                a = mid + 1;
+            else
+                b = mid;
+        }
+        x.chi[i] = (uint32_t)a;
+        for (size_t c = x.clo[i]; c < x.chi[i]; c++)
+            x.rem[c] += p->sz[i]; /* at most the load bound */
+        x.start[x.clo[i] + 1]++;
+        x.left++;
+    }
+    rc = 0;
+    for (size_t c = 0; c < x.m; c++) {
+        /* With slack somewhere the rule is no longer complete and the time is better left to
+         * the other searches: only problems whose every moment holds P bytes are tried. */
+        if (x.rem[c] != x.target)
+            goto out;
+        x.start[c + 1] += x.start[c];
+    }
+    rc = -1;
+    {
+        uint32_t *fill = calloc(x.m + 1, sizeof *fill);
+        if (!fill)
+            goto out;
+        for (size_t i = 0; i < n; i++)
+            if (p->sz[i])
+                x.cand[x.start[x.clo[i]] + fill[x.clo[i]]++] = (uint32_t)i;
+        free(fill);
+    }
+    rc = 0;
+    for (unsigned round = 0; !x.out_of_time && now_s() < deadline; round++) {
+        exact_order(&x, keys, &rng, round);
+        x.nodes = 0;
+        x.node_limit = (uint64_t)(n + 1) * (64ull << (round < 20 ? round : 20));
+        int r = exact_dfs(&x);
+        if (r == 1) {
+            memcpy(off, x.off, n * sizeof *off);
+            rc = 1;
+            break;
+        }
+        /* A stopped search has undone its moves: the state is the empty skyline again. */
+        if (r == 0)
+            break; /* the whole tree failed: no layout of peak P with this rule */
+    }
+out:
+    free(times);
+    free(keys);
+    exact_free(&x);
+    return rc;
+}
+
 /* ---- validation --------------------------------------------------------------------------- */
 
 struct live_entry {
@@ -1661,6 +2075,18 @@ static int plan_all(struct planner *p, const struct ws_plan_options *o, double t
     if (!order || !breadth || (need_breadth && breadth_of(p, breadth)) || run_portfolio(p, breadth, order, best))
         goto out;
     uint64_t portfolio_peak = best->peak;
+    if (o->time_limit_s > 0 && best->peak > p->lb && p->n <= EXACT_MAX_BUFFERS) {
+        uint64_t *off = malloc(p->n * sizeof *off + 1);
+        int found = off ? exact_search(p, o->seed, t0 + o->time_limit_s / 2, off) : -1;
+        if (found > 0) {
+            memcpy(best->off, off, p->n * sizeof *best->off);
+            best->peak = p->lb;
+            best->name = EXACT_NAME;
+        }
+        free(off);
+        if (found < 0)
+            goto out;
+    }
     if (o->time_limit_s > 0 && best->peak > p->lb) {
         double end = t0 + o->time_limit_s, half = t0 + (now_s() - t0 + o->time_limit_s) / 2;
         if (perturbed_orders(p, breadth, order, best, &rng, half))
@@ -1672,7 +2098,8 @@ static int plan_all(struct planner *p, const struct ws_plan_options *o, double t
         if (improved)
             memcpy(best->off, p->off, p->n * sizeof *best->off);
     }
-    snprintf(algorithm, alen, "%s%s", best->name, best->peak < portfolio_peak ? "+search" : "");
+    snprintf(algorithm, alen, "%s%s", best->name,
+             best->peak < portfolio_peak && strcmp(best->name, EXACT_NAME) ? "+search" : "");
     rc = 0;
 out:
     free(order);

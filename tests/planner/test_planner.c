@@ -244,15 +244,15 @@ Test(planner, search_never_makes_the_plan_worse)
     }
 }
 
-/* Cut a HEIGHT x 100 rectangle (addresses x time) into pieces by guillotine cuts: every moment
+/* Cut a HEIGHT x WIDTH rectangle (addresses x time) into pieces by guillotine cuts: every moment
  * is covered by pieces summing to HEIGHT, so the load bound is HEIGHT and the cut itself is a
  * layout of exactly that peak. */
-static size_t cut_rectangle(struct ws_plan_buffer *b, size_t n, uint64_t height, uint64_t seed)
+static size_t cut_rectangle_w(struct ws_plan_buffer *b, size_t n, uint64_t height, int64_t width, uint64_t seed)
 {
     int64_t(*r)[4] = calloc(n, sizeof *r); /* t0, t1, a0, a1 */
     size_t count = 1;
     uint64_t s = seed;
-    r[0][0] = 0, r[0][1] = 100, r[0][2] = 0, r[0][3] = (int64_t)height;
+    r[0][0] = 0, r[0][1] = width, r[0][2] = 0, r[0][3] = (int64_t)height;
     for (int tries = 0; count < n && tries < 10000; tries++) {
         size_t x = lcg(&s) % count;
         int axis = (int)(lcg(&s) % 2) * 2; /* 0: time, 2: address */
@@ -269,6 +269,51 @@ static size_t cut_rectangle(struct ws_plan_buffer *b, size_t n, uint64_t height,
             (struct ws_plan_buffer){.id = i, .lower = r[i][0], .upper = r[i][1], .size = (uint64_t)(r[i][3] - r[i][2])};
     free(r);
     return count;
+}
+
+static size_t cut_rectangle(struct ws_plan_buffer *b, size_t n, uint64_t height, uint64_t seed)
+{
+    return cut_rectangle_w(b, n, height, 100, seed);
+}
+
+Test(planner, exact_search_reaches_the_load_bound_of_300_pieces)
+{
+    /* 300 pieces of a 2^20 x 1000 rectangle: the heuristics stay above the load bound, the
+     * skyline search finds the cut (well within the limit on this seed). */
+    struct ws_plan_buffer *b = calloc(300, sizeof *b);
+    size_t n = cut_rectangle_w(b, 300, 1u << 20, 1000, 10);
+    cr_assert_eq(n, 300);
+    struct ws_plan_result plain = solve(b, n, 1, 0);
+    cr_expect_gt(plain.peak_bytes, plain.load_bound_bytes, "the heuristics alone reach it: a weaker test");
+    struct ws_plan_result r = solve(b, n, 1, 30);
+    cr_expect_eq(r.load_bound_bytes, 1u << 20);
+    cr_expect_eq(r.peak_bytes, r.load_bound_bytes, "peak %llu (%s)", (unsigned long long)r.peak_bytes, r.algorithm);
+    cr_expect_str_eq(r.algorithm, "exact-skyline");
+    free(b);
+}
+
+Test(planner, search_is_never_worse_than_the_heuristics)
+{
+    /* Cut rectangles (where the exact search runs, and often stops at its time limit) and
+     * random problems with slack (where it does not): the searched plan is never worse. */
+    for (uint64_t seed = 1; seed <= 6; seed++) {
+        struct ws_plan_buffer *b = calloc(400, sizeof *b);
+        size_t n = cut_rectangle_w(b, 400, 1u << 20, 1000, seed);
+        struct ws_plan_result plain = solve(b, n, 1, 0), searched = solve(b, n, 1, 0.2);
+        cr_expect_leq(searched.peak_bytes, plain.peak_bytes, "cut seed %llu", (unsigned long long)seed);
+        uint64_t s = seed * 977;
+        n = 50 + lcg(&s) % 350;
+        for (size_t i = 0; i < n; i++) {
+            int64_t lo = (int64_t)(lcg(&s) % 300);
+            b[i] = (struct ws_plan_buffer){
+                .id = i, .lower = lo, .upper = lo + 1 + (int64_t)(lcg(&s) % 40), .size = 1 + lcg(&s) % 5000};
+        }
+        plain = solve(b, n, 1, 0);
+        searched = solve(b, n, 1, 0.2);
+        cr_expect_leq(searched.peak_bytes, plain.peak_bytes, "random seed %llu", (unsigned long long)seed);
+        cr_expect_geq(searched.peak_bytes, searched.load_bound_bytes);
+        free(b);
+    }
 }
 
 Test(planner, search_reaches_the_load_bound_of_a_cut_rectangle)
