@@ -735,6 +735,35 @@ static int dispatch(struct collector *c, struct thread_state *t, const struct ws
 
 /* ---- end of the spool: what never closed -------------------------------------------------------- */
 
+/* One row per thread id; a thread that went on in later images (exec) spans all its parts. */
+static int write_thread(struct collector *c, size_t i)
+{
+    const struct thread_state *t = &c->threads[i];
+    for (size_t j = 0; j < i; j++)
+        if (c->threads[j].id == t->id)
+            return 0; /* written with its first part */
+    uint64_t first = t->first_ns, last = t->last_ns;
+    int64_t name = t->name_id;
+    for (size_t k = i + 1; k < c->spool.nthreads; k++) {
+        const struct thread_state *u = &c->threads[k];
+        if (u->id != t->id)
+            continue;
+        if (u->first_ns && (!first || u->first_ns < first))
+            first = u->first_ns;
+        if (u->last_ns > last)
+            last = u->last_ns;
+        if (u->name_id > 0)
+            name = u->name_id;
+    }
+    sqlite3_stmt *s = c->st[ST_THREAD];
+    sqlite3_bind_int64(s, 1, t->id);
+    sqlite3_bind_int64(s, 2, (int64_t)t->os_tid);
+    bind_opt(s, 3, name);
+    sqlite3_bind_int64(s, 4, (int64_t)first);
+    sqlite3_bind_int64(s, 5, (int64_t)last);
+    return step(c, ST_THREAD);
+}
+
 static int flush_open(struct collector *c)
 {
     for (size_t i = 0; i < c->live.cap; i++)
@@ -748,13 +777,7 @@ static int flush_open(struct collector *c)
         for (size_t d = 0; d < t->depth; d++)
             if (write_range(c, &t->stack[d], t->id, 0, "push", 0, 0) != 0)
                 return -1;
-        sqlite3_stmt *s = c->st[ST_THREAD];
-        sqlite3_bind_int64(s, 1, t->id);
-        sqlite3_bind_int64(s, 2, (int64_t)t->os_tid);
-        bind_opt(s, 3, t->name_id);
-        sqlite3_bind_int64(s, 4, (int64_t)t->first_ns);
-        sqlite3_bind_int64(s, 5, (int64_t)t->last_ns);
-        if (step(c, ST_THREAD) != 0)
+        if (write_thread(c, i) != 0)
             return -1;
     }
     for (size_t i = 0; i < c->nruns; i++)
@@ -777,7 +800,13 @@ static int write_meta(struct collector *c, const char *spool_path)
     clock_gettime(CLOCK_REALTIME, &now);
     c->stats->lost_records = lost;
     c->stats->corrupt_records = c->spool.corrupt_records;
-    c->stats->threads = c->spool.nthreads;
+    c->stats->threads = 0;
+    for (size_t i = 0; i < c->spool.nthreads; i++) {
+        size_t j = 0;
+        while (j < i && c->threads[j].id != c->threads[i].id)
+            j++;
+        c->stats->threads += j == i; /* parts of one thread across exec count once */
+    }
     c->stats->clean_exit = end_ns != 0;
     int rc =
         ws_tracedb_meta_int(db, "pid", (long long)h->pid) | ws_tracedb_meta_int(db, "ppid", (long long)h->ppid) |
@@ -816,8 +845,13 @@ static int setup(struct collector *c)
     if (!c->threads)
         return fail(c, "out of memory");
     for (size_t i = 0; i < c->spool.nthreads; i++) {
-        c->threads[i].id = c->spool.threads[i].serial;
-        c->threads[i].os_tid = c->spool.threads[i].os_tid;
+        const struct ws_spool_thread *st = &c->spool.threads[i];
+        c->threads[i].id = st->serial;
+        c->threads[i].os_tid = st->os_tid;
+        /* exec keeps the calling thread: its records in a later image belong to the same thread */
+        for (size_t j = 0; j < i; j++)
+            if (c->spool.threads[j].os_tid == st->os_tid && c->spool.threads[j].chunks[0]->image < st->chunks[0]->image)
+                c->threads[i].id = c->threads[j].id;
     }
     sqlite3_bind_int64(c->st[ST_DOMAIN], 1, 0); /* the default domain */
     return step(c, ST_DOMAIN);

@@ -617,6 +617,8 @@ Test(trace, exec_keeps_tracing_into_the_same_trace)
                  1);
     cr_expect_eq(tu_int(db, "SELECT COUNT(*) FROM allocations WHERE bytes=3333 AND free_ns IS NOT NULL"), 1);
     cr_expect_eq(tu_int(db, "SELECT COUNT(*) FROM ranges"), 2);
+    cr_expect_eq(tu_int(db, "SELECT COUNT(*) FROM threads"), 1, "exec keeps the thread: one thread in both images");
+    cr_expect_eq(tu_int(db, "SELECT COUNT(DISTINCT thread_id) FROM ranges"), 1);
     cr_expect_eq(tu_int(db, "SELECT value FROM meta WHERE key='clean_exit'"), 1);
     sqlite3_close(db);
     tu_result_free(&r);
