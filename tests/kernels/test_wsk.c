@@ -9,6 +9,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "sqltest.h"
+
 #define WSK WS_BUILD_DIR "/bin/wsk"
 
 struct result {
@@ -285,15 +287,7 @@ Test(wsk_plan, mismatching_or_corrupt_plans_are_refused)
 
 /* ---- --alloc arena seen through the tracer ---- */
 
-static int64_t query_int(sqlite3 *db, const char *sql)
-{
-    sqlite3_stmt *st;
-    cr_assert_eq(sqlite3_prepare_v2(db, sql, -1, &st, NULL), SQLITE_OK, "%s: %s", sql, sqlite3_errmsg(db));
-    cr_assert_eq(sqlite3_step(st), SQLITE_ROW, "%s", sql);
-    int64_t v = sqlite3_column_int64(st, 0);
-    sqlite3_finalize(st);
-    return v;
-}
+static int64_t query_int(sqlite3 *db, const char *sql) { return sqltest_int(db, sql); }
 
 /* "wstrace record -o DB -- wsk ARGS"; returns wsk's stdout.  In sanitizer builds the runtime
  * must come first in LD_PRELOAD, before the tracer. */

@@ -10,11 +10,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "sqltest.h"
 #include "commands.h"
 #include "planner.h"
 #include "problem_csv.h"
 #include "tracedb.h"
-
 
 #define PROBLEMS WS_SOURCE_DIR "/../shared/data/allocation-problems"
 
@@ -153,21 +153,8 @@ Test(cmd_plan, bad_usage_and_bad_files)
 
 static sqlite3 *db;
 
-static void exec(const char *sql)
-{
-    char *msg = NULL;
-    cr_assert_eq(sqlite3_exec(db, sql, NULL, NULL, &msg), SQLITE_OK, "%s: %s", sql, msg);
-}
-
-static int64_t query_int(const char *sql)
-{
-    sqlite3_stmt *st;
-    cr_assert_eq(sqlite3_prepare_v2(db, sql, -1, &st, NULL), SQLITE_OK, "%s", sqlite3_errmsg(db));
-    cr_assert_eq(sqlite3_step(st), SQLITE_ROW, "%s", sql);
-    int64_t v = sqlite3_column_int64(st, 0);
-    sqlite3_finalize(st);
-    return v;
-}
+static void exec(const char *sql) { sqltest_exec(db, sql); }
+static int64_t query_int(const char *sql) { return sqltest_int(db, sql); }
 
 /* Two runs of shape key "s1" (only the first is planned) and one run without a key.
  * Run 1 events: 0 alloc A(act 1000) 1 alloc W(ws 100, declared 600) 2 free W 3 alloc B(act 300)

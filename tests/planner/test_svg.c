@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "sqltest.h"
 #include "commands.h"
 #include "planner.h"
 #include "svg_plan.h"
@@ -303,21 +304,8 @@ Test(svg, large_problem_draws_the_largest_blocks_and_says_so, .timeout = 120)
 
 static sqlite3 *db;
 
-static void exec(const char *sql)
-{
-    char *msg = NULL;
-    cr_assert_eq(sqlite3_exec(db, sql, NULL, NULL, &msg), SQLITE_OK, "%s: %s", sql, msg);
-}
-
-static int64_t query_int(const char *sql)
-{
-    sqlite3_stmt *st;
-    cr_assert_eq(sqlite3_prepare_v2(db, sql, -1, &st, NULL), SQLITE_OK, "%s", sqlite3_errmsg(db));
-    cr_assert_eq(sqlite3_step(st), SQLITE_ROW, "%s", sql);
-    int64_t v = sqlite3_column_int64(st, 0);
-    sqlite3_finalize(st);
-    return v;
-}
+static void exec(const char *sql) { sqltest_exec(db, sql); }
+static int64_t query_int(const char *sql) { return sqltest_int(db, sql); }
 
 /* Shape key "s1" (run 1: activations A and B, workspaces W and W2) and a run without a key (run 3:
  * one activation, one workspace). One node name needs escaping in XML. */
