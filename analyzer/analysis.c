@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -49,17 +50,28 @@ static int sql_fail(sqlite3 *db, const char *what, char *err, size_t errlen)
 
 /* ---- lookups by id in arrays sorted by id ---- */
 
-static int32_t run_index(const struct ws_analysis *an, int64_t id)
+/* Position of id in an array of n elements of `stride` bytes, sorted by an int64_t id that is
+ * each element's first member (struct ws_run, ws_range, ws_node); -1 when absent. */
+static int32_t index_by_id(const void *base, size_t n, size_t stride, int64_t id)
 {
-    size_t lo = 0, hi = an->nruns;
+    size_t lo = 0, hi = n;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        if (an->runs[mid].id < id)
+        if (*(const int64_t *)((const char *)base + mid * stride) < id)
             lo = mid + 1;
         else
             hi = mid;
     }
-    return lo < an->nruns && an->runs[lo].id == id ? (int32_t)lo : -1;
+    return lo < n && *(const int64_t *)((const char *)base + lo * stride) == id ? (int32_t)lo : -1;
+}
+
+_Static_assert(offsetof(struct ws_run, id) == 0 && offsetof(struct ws_range, id) == 0 &&
+                   offsetof(struct ws_node, name_id) == 0,
+               "index_by_id reads the id as the first member");
+
+static int32_t run_index(const struct ws_analysis *an, int64_t id)
+{
+    return index_by_id(an->runs, an->nruns, sizeof *an->runs, id);
 }
 
 static int32_t range_index(const struct ws_analysis *an, int64_t id)
@@ -70,28 +82,12 @@ static int32_t range_index(const struct ws_analysis *an, int64_t id)
     int64_t guess = id - an->ranges[0].id;
     if (guess >= 0 && (uint64_t)guess < an->nranges && an->ranges[guess].id == id)
         return (int32_t)guess;
-    size_t lo = 0, hi = an->nranges;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (an->ranges[mid].id < id)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo < an->nranges && an->ranges[lo].id == id ? (int32_t)lo : -1;
+    return index_by_id(an->ranges, an->nranges, sizeof *an->ranges, id);
 }
 
 int32_t ws_analysis_node_by_id(const struct ws_analysis *an, int64_t name_id)
 {
-    size_t lo = 0, hi = an->nnodes;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (an->nodes[mid].name_id < name_id)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo < an->nnodes && an->nodes[lo].name_id == name_id ? (int32_t)lo : -1;
+    return index_by_id(an->nodes, an->nnodes, sizeof *an->nodes, name_id);
 }
 
 int32_t ws_analysis_node_by_name(const struct ws_analysis *an, const char *name)

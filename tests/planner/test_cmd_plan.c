@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "sqltest.h"
+#include "testdir.h"
 #include "commands.h"
 #include "planner.h"
 #include "problem_csv.h"
@@ -20,18 +21,8 @@
 
 static char tmp[64];
 
-static void make_tmp(void)
-{
-    snprintf(tmp, sizeof tmp, "/tmp/ws_plan_test_%d", (int)getpid());
-    mkdir(tmp, 0700);
-}
-
-static void remove_tmp(void)
-{
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", tmp);
-    cr_expect_eq(system(cmd), 0);
-}
+static void make_tmp(void) { testdir_make(tmp, sizeof tmp, "ws_plan_test"); }
+static void remove_tmp(void) { testdir_remove(tmp); }
 
 TestSuite(cmd_plan, .init = make_tmp, .fini = remove_tmp);
 

@@ -10,36 +10,16 @@
 #include <unistd.h>
 
 #include "sqltest.h"
+#include "testdir.h"
 #include "commands.h"
 #include "planner.h"
 #include "svg_plan.h"
 #include "tracedb.h"
 
-/* The CLI's ws_error lives in main.c, which tests do not link (weak, like test_cmd_plan.c's). */
-__attribute__((weak)) void ws_error(const char *fmt, ...)
-{
-    va_list ap;
-    fputs("wstrace: ", stderr);
-    va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
-    va_end(ap);
-    fputc('\n', stderr);
-}
-
 static char tmp[64];
 
-static void make_tmp(void)
-{
-    snprintf(tmp, sizeof tmp, "/tmp/ws_svg_test_%d", (int)getpid());
-    mkdir(tmp, 0700);
-}
-
-static void remove_tmp(void)
-{
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", tmp);
-    cr_expect_eq(system(cmd), 0);
-}
+static void make_tmp(void) { testdir_make(tmp, sizeof tmp, "ws_svg_test"); }
+static void remove_tmp(void) { testdir_remove(tmp); }
 
 TestSuite(svg, .init = make_tmp, .fini = remove_tmp);
 
