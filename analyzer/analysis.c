@@ -342,14 +342,39 @@ static void classify(const struct ws_analysis *an, struct ws_lifetime *a)
         a->free_step = an->ranges[a->free_range].step;
 }
 
+/*
+ * The device memory the analysis classifies.  A pooling allocator that annotates itself with the
+ * NVTX memory extension (schema version 2) describes its tensors as regions (memory 'region')
+ * of heaps that lie in allocations it obtained from CUDA: the regions are analysed like
+ * allocations, and the allocations holding heaps or regions (their containers) are not, so no
+ * byte is counted twice.  Regions of host memory are left out like host allocations.
+ */
+static const char allocations_sql[] =
+    "SELECT id, bytes, alloc_ns, free_ns, range_id, free_range_id, run_id, device"
+    " FROM allocations WHERE status = 0 AND memory IN ('device', 'managed') ORDER BY id";
+static const char allocations_and_regions_sql[] =
+    "SELECT id, bytes, alloc_ns, free_ns, range_id, free_range_id, run_id, device FROM allocations"
+    " WHERE status = 0 AND (memory IN ('device', 'managed') OR (memory = 'region' AND id NOT IN"
+    "   (SELECT allocation_id FROM memory_regions WHERE memory = 'host')))"
+    " AND id NOT IN (SELECT allocation_id FROM memory_heaps WHERE allocation_id IS NOT NULL"
+    "   UNION SELECT container_id FROM memory_regions WHERE container_id IS NOT NULL)"
+    " ORDER BY id";
+
 static int load_allocations(sqlite3 *db, struct ws_analysis *an, char *err, size_t errlen)
 {
-    static const char sql[] = "SELECT id, bytes, alloc_ns, free_ns, range_id, free_range_id, run_id, device"
-                              " FROM allocations WHERE status = 0 AND memory IN ('device', 'managed') ORDER BY id";
     sqlite3_stmt *st = NULL;
     size_t cap = 0;
-    int rc = -1, step;
-    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+    int rc = -1, step, regions = 0;
+    if (sqlite3_prepare_v2(db,
+                           "SELECT COUNT(*) = 2 FROM sqlite_master WHERE type = 'table' AND name IN"
+                           " ('memory_heaps', 'memory_regions')",
+                           -1, &st, NULL) != SQLITE_OK ||
+        sqlite3_step(st) != SQLITE_ROW)
+        goto done;
+    regions = sqlite3_column_int(st, 0);
+    sqlite3_finalize(st);
+    st = NULL;
+    if (sqlite3_prepare_v2(db, regions ? allocations_and_regions_sql : allocations_sql, -1, &st, NULL) != SQLITE_OK)
         goto done;
     while ((step = sqlite3_step(st)) == SQLITE_ROW) {
         if (grow(&an->allocs, &cap, an->nallocs, sizeof *an->allocs) != 0 || an->nallocs >= INT32_MAX / 2) {

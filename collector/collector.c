@@ -17,7 +17,26 @@
 #include "u64map.h"
 #include "version.h"
 
-enum { ST_STRING, ST_RANGE, ST_ERROR, ST_DECL, ST_RUN, ST_MARK, ST_DOMAIN, ST_REGSTR, ST_THREAD, ST_COUNT };
+enum {
+    ST_STRING,
+    ST_RANGE,
+    ST_ERROR,
+    ST_DECL,
+    ST_RUN,
+    ST_MARK,
+    ST_DOMAIN,
+    ST_REGSTR,
+    ST_THREAD,
+    ST_RANGE_ERROR,
+    ST_CATEGORY,
+    ST_HEAP,
+    ST_REGION,
+    ST_RESIZE,
+    ST_ALLOC_NAME,
+    ST_RANGE_ATTRS,
+    ST_MARK_ATTRS,
+    ST_COUNT
+};
 
 /*
  * The two tables that get a row per event are written in batches: one multi-row INSERT per
@@ -55,23 +74,46 @@ static const char *const statement_sql[ST_COUNT] = {
     [ST_DECL] = "INSERT INTO declarations(level, node_name_id, slot, bytes, alignment, thread_id, range_id, run_id, "
                 "ns) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9)",
     [ST_RUN] = "INSERT INTO runs(id, thread_id, shape_key_id, start_ns, end_ns) VALUES (?1,?2,?3,?4,?5)",
-    [ST_MARK] = "INSERT INTO marks(thread_id, name_id, domain_id, range_id, ns) VALUES (?1,?2,?3,?4,?5)",
-    [ST_DOMAIN] = "INSERT OR REPLACE INTO domains(id, name_id) VALUES (?1, ?2)",
+    [ST_MARK] = "INSERT INTO marks(id, thread_id, name_id, domain_id, range_id, ns) VALUES (?1,?2,?3,?4,?5,?6)",
+    [ST_DOMAIN] = "INSERT INTO domains(id, name_id) VALUES (?1, ?2)",
     [ST_REGSTR] = "INSERT OR REPLACE INTO registered_strings(domain_id, handle, string_id) VALUES (?1,?2,?3)",
     [ST_THREAD] = "INSERT INTO threads(id, os_tid, name_id, first_ns, last_ns) VALUES (?1,?2,?3,?4,?5)",
+    [ST_RANGE_ATTRS] = "INSERT INTO range_attributes(range_id, category, color, payload_type, payload) "
+                       "VALUES (?1,?2,?3,?4,?5)",
+    [ST_MARK_ATTRS] = "INSERT INTO mark_attributes(mark_id, category, color, payload_type, payload) "
+                      "VALUES (?1,?2,?3,?4,?5)",
+    [ST_RANGE_ERROR] = "INSERT INTO range_errors(kind, api, domain_id, range_ref, thread_id, range_id, ns) "
+                       "VALUES (?1,?2,?3,?4,?5,?6,?7)",
+    [ST_CATEGORY] = "INSERT OR REPLACE INTO categories(domain_id, category, name_id) VALUES (?1,?2,?3)",
+    [ST_HEAP] = "INSERT INTO memory_heaps(id, domain_id, handle, usage, type, address, bytes, name_id, category, "
+                "allocation_id, thread_id, range_id, run_id, register_ns, end_ns, end_api, regions, resets) "
+                "VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18)",
+    [ST_REGION] = "INSERT INTO memory_regions(allocation_id, heap_id, container_id, memory, domain_id, resizes) "
+                  "VALUES (?1,?2,?3,?4,?5,?6)",
+    [ST_RESIZE] = "INSERT INTO memory_region_resizes(allocation_id, bytes, thread_id, range_id, ns) "
+                  "VALUES (?1,?2,?3,?4,?5)",
+    [ST_ALLOC_NAME] = "INSERT OR REPLACE INTO allocation_names(allocation_id, name_id, category) VALUES (?1,?2,?3)",
+};
+
+/* NVTX event attributes as the tracer packs them (spool_format.h): status, u4, u5. */
+struct attrs {
+    int32_t flags;
+    uint64_t payload, category_color;
 };
 
 struct open_range {
     int64_t id, name_id, parent_id, run_id;
-    uint64_t domain, start_ns;
+    uint64_t domain, start_ns; /* domain: its row in domains */
     int depth;
     const char *source;
+    struct attrs attrs;
 };
 
 struct thread_state {
     int64_t id;
     uint64_t os_tid, first_ns, last_ns;
     int64_t name_id;
+    uint32_t image; /* exec count of the image that wrote this part: NVTX handles are per image */
     struct open_range *stack;
     size_t depth, cap;
 };
@@ -86,7 +128,35 @@ struct pending_alloc {
 struct startend {
     int64_t id, thread_id, name_id, run_id;
     uint64_t domain, start_ns;
+    struct attrs attrs;
 };
+
+/*
+ * The NVTX memory extension.  A heap is a range of memory that a sub-allocator hands out in
+ * regions; each region becomes an allocations row of its own (memory 'region'), linked to its
+ * heap and to the traced allocation it lies in (the container) in memory_regions.  Open regions
+ * are kept like pending allocations, by address, and on a list per heap (or on the process-wide
+ * list) so that a heap's end closes them.
+ */
+struct heap {
+    int64_t id, domain, name_id, thread_id, range_id, run_id, container, regions, resets;
+    uint64_t handle, address, bytes, start_ns;
+    uint32_t usage, type, category;
+    int32_t container_memory, container_device; /* -1 when no traced allocation holds the heap */
+    int32_t first;                              /* first open region, -1 none */
+    int open;
+};
+
+struct region {
+    struct pending_alloc a;
+    int64_t heap; /* index into heaps, -1: the process-wide heap */
+    int64_t container, domain;
+    int32_t container_memory;
+    uint32_t resizes;
+    int32_t prev, next; /* on the heap's list; next also links free slots */
+};
+
+#define WS_MEM_REGION 3 /* allocations.memory of a region (collector only: the tracer never sends it) */
 
 struct open_run {
     int64_t id, thread_id, shape_key_id;
@@ -123,6 +193,19 @@ struct collector {
     size_t nruns, runs_cap;
     struct meta_kv *meta;
     size_t nmeta, meta_cap;
+    /* NVTX domains: one row per name.  (image << 48 | handle) -> row, name string id -> row */
+    struct ws_u64map domain_rows, domain_names;
+    int64_t next_domain_row, next_mark;
+    uint64_t unbalanced_pops, unmatched_ends, unattached_names;
+    /* the memory extension */
+    struct heap *heaps;
+    size_t nheaps, heaps_cap;
+    struct ws_u64map open_heaps; /* handle -> index into heaps */
+    struct region *regions;
+    size_t nregions, regions_cap;
+    int32_t free_region, process_wide; /* free slot list, open regions of the process-wide heap */
+    struct ws_u64map region_at;        /* address -> index into regions */
+    struct ws_u64map containers;       /* allocation id -> open heaps and process-wide regions in it */
     int64_t next_range, next_alloc, next_run;
     int64_t command_line_id;
     uint64_t images;
@@ -308,12 +391,109 @@ static int64_t intern_rec(struct collector *c, const struct ws_rec *r)
 static int64_t current_range(const struct thread_state *t) { return t->depth ? t->stack[t->depth - 1].id : 0; }
 static int64_t current_run(const struct collector *c) { return c->nruns ? c->runs[c->nruns - 1].id : 0; }
 
+/* ---- NVTX domains and attributes ---------------------------------------------------------------- */
+
+static uint64_t handle_key(const struct thread_state *t, uint64_t handle) { return (uint64_t)t->image << 48 ^ handle; }
+
+static int new_domain_row(struct collector *c, int64_t name_id, int64_t *row)
+{
+    *row = ++c->next_domain_row;
+    sqlite3_bind_int64(c->st[ST_DOMAIN], 1, *row);
+    bind_opt(c->st[ST_DOMAIN], 2, name_id);
+    return step(c, ST_DOMAIN);
+}
+
+/* The domains row of a handle: 0 for the default domain; a handle never created in this image
+ * (created before a fork, or its record lost) gets a row without a name. */
+static int64_t domain_row(struct collector *c, const struct thread_state *t, uint64_t handle)
+{
+    uint64_t row;
+    if (handle == 0)
+        return 0;
+    if (ws_u64map_get(&c->domain_rows, handle_key(t, handle), &row))
+        return (int64_t)row;
+    int64_t id;
+    if (new_domain_row(c, 0, &id) != 0 || ws_u64map_put(&c->domain_rows, handle_key(t, handle), (uint64_t)id) != 0)
+        return fail(c, "out of memory");
+    return id;
+}
+
+/* One row per name: a second nvtxDomainCreate of a name maps its handle to the first row. */
+static int on_domain(struct collector *c, const struct thread_state *t, const struct ws_rec *r)
+{
+    int64_t name = intern_rec(c, r);
+    if (name < 0)
+        return -1;
+    uint64_t row;
+    if (!ws_u64map_get(&c->domain_names, (uint64_t)name, &row)) {
+        int64_t id;
+        if (new_domain_row(c, name, &id) != 0)
+            return -1;
+        row = (uint64_t)id;
+        if (ws_u64map_put(&c->domain_names, (uint64_t)name, row) != 0)
+            return fail(c, "out of memory");
+    }
+    return ws_u64map_put(&c->domain_rows, handle_key(t, r->u[0]), row) == 0 ? 0 : fail(c, "out of memory");
+}
+
+static struct attrs attrs_of(const struct ws_rec *r)
+{
+    return (struct attrs){.flags = r->status, .payload = r->u[4], .category_color = r->u[5]};
+}
+
+/* category, color, payload_type, payload from parameter i on. */
+static void bind_attrs(sqlite3_stmt *s, int i, const struct attrs *a);
+
+/* The attributes row of a range or mark, when it carries any. */
+static int write_attrs(struct collector *c, int which, int64_t id, const struct attrs *a)
+{
+    if (a->flags == 0 && (uint32_t)a->category_color == 0)
+        return 0;
+    sqlite3_bind_int64(c->st[which], 1, id);
+    bind_attrs(c->st[which], 2, a);
+    return step(c, which);
+}
+
+static void bind_attrs(sqlite3_stmt *s, int i, const struct attrs *a)
+{
+    static const char *const kinds[] = {NULL,    "uint64", "int64",     "double", "uint32",
+                                        "int32", "float",  "extension", "unknown"};
+    unsigned kind = (unsigned)a->flags & WS_ATTR_PAYLOAD_MASK;
+    bind_opt(s, i, (int64_t)(uint32_t)a->category_color);
+    if (a->flags & WS_ATTR_COLOR)
+        sqlite3_bind_int64(s, i + 1, (int64_t)(a->category_color >> 32));
+    else
+        sqlite3_bind_null(s, i + 1);
+    if (kind == WS_PAYLOAD_NONE || kind >= sizeof kinds / sizeof kinds[0]) {
+        sqlite3_bind_null(s, i + 2);
+        sqlite3_bind_null(s, i + 3);
+        return;
+    }
+    sqlite3_bind_text(s, i + 2, kinds[kind], -1, SQLITE_STATIC);
+    double d;
+    float f;
+    uint32_t low = (uint32_t)a->payload;
+    switch (kind) {
+    case WS_PAYLOAD_DOUBLE:
+        memcpy(&d, &a->payload, sizeof d);
+        sqlite3_bind_double(s, i + 3, d);
+        break;
+    case WS_PAYLOAD_FLOAT:
+        memcpy(&f, &low, sizeof f);
+        sqlite3_bind_double(s, i + 3, f);
+        break;
+    case WS_PAYLOAD_U32: sqlite3_bind_int64(s, i + 3, low); break;
+    case WS_PAYLOAD_I32: sqlite3_bind_int64(s, i + 3, (int32_t)low); break;
+    default: sqlite3_bind_int64(s, i + 3, (int64_t)a->payload); break; /* uint64 as its signed bit pattern */
+    }
+}
+
 /* ---- ranges ---------------------------------------------------------------------------------- */
 
-static int64_t range_name(struct collector *c, const struct ws_rec *r, uint64_t domain, uint64_t handle)
+static int64_t range_name(struct collector *c, const struct thread_state *t, const struct ws_rec *r, uint64_t handle)
 {
     uint64_t id;
-    if (handle && ws_u64map_get(&c->registered, (domain << 32) ^ handle, &id))
+    if (handle && ws_u64map_get(&c->registered, handle_key(t, handle), &id))
         return (int64_t)id;
     return intern_rec(c, r);
 }
@@ -338,54 +518,78 @@ static int write_range(struct collector *c, const struct open_range *o, int64_t 
     else
         sqlite3_bind_null(s, 12);
     c->stats->ranges++;
-    return step(c, ST_RANGE);
+    return step(c, ST_RANGE) == 0 ? write_attrs(c, ST_RANGE_ATTRS, o->id, &o->attrs) : -1;
 }
 
 static int on_push(struct collector *c, struct thread_state *t, const struct ws_rec *r)
 {
-    if (GROW(t->stack, t->depth, t->cap) != 0)
+    int64_t domain = domain_row(c, t, r->u[0]);
+    if (domain < 0 || GROW(t->stack, t->depth, t->cap) != 0)
         return fail(c, "out of memory");
     struct open_range *o = &t->stack[t->depth];
     o->id = ++c->next_range;
-    o->name_id = range_name(c, r, r->u[0], r->u[2]);
+    o->name_id = range_name(c, t, r, r->u[2]);
     if (o->name_id < 0)
         return -1;
     o->parent_id = current_range(t);
     o->run_id = current_run(c);
-    o->domain = r->u[0];
+    o->domain = (uint64_t)domain;
     o->start_ns = r->ns;
-    o->depth = (int)t->depth;
+    /* the parent is the innermost open range of any domain, so depth follows it even after a
+     * pop in another domain took a range out of the middle of the stack */
+    o->depth = t->depth ? t->stack[t->depth - 1].depth + 1 : 0;
     o->source = r->api == WS_API_wstrace ? "api" : "nvtx";
+    o->attrs = r->api == WS_API_wstrace ? (struct attrs){0} : attrs_of(r);
     t->depth++;
     return 0;
 }
 
+static int write_range_error(struct collector *c, const struct thread_state *t, const struct ws_rec *r,
+                             const char *kind, int64_t domain, int64_t ref)
+{
+    sqlite3_stmt *s = c->st[ST_RANGE_ERROR];
+    sqlite3_bind_text(s, 1, kind, -1, SQLITE_STATIC);
+    sqlite3_bind_text(s, 2, ws_api_name(r->api), -1, SQLITE_STATIC);
+    sqlite3_bind_int64(s, 3, domain);
+    bind_opt(s, 4, ref);
+    sqlite3_bind_int64(s, 5, t->id);
+    bind_opt(s, 6, current_range(t));
+    sqlite3_bind_int64(s, 7, (int64_t)r->ns);
+    return step(c, ST_RANGE_ERROR);
+}
+
 static int on_pop(struct collector *c, struct thread_state *t, const struct ws_rec *r)
 {
-    /* NVTX pops the innermost range of the same domain; a pop without a push is ignored. */
+    /* A pop closes the innermost open range of its own domain on its thread, nothing else. */
+    int64_t domain = domain_row(c, t, r->u[0]);
+    if (domain < 0)
+        return -1;
     for (size_t i = t->depth; i-- > 0;) {
-        if (t->stack[i].domain != r->u[0])
+        if (t->stack[i].domain != (uint64_t)domain)
             continue;
         struct open_range o = t->stack[i];
         memmove(&t->stack[i], &t->stack[i + 1], (t->depth - i - 1) * sizeof o);
         t->depth--;
         return write_range(c, &o, t->id, t->id, "push", r->ns, 1);
     }
-    return 0;
+    c->unbalanced_pops++;
+    return write_range_error(c, t, r, "pop", domain, 0);
 }
 
 static int on_range_start(struct collector *c, struct thread_state *t, const struct ws_rec *r)
 {
-    if (GROW(c->se, c->nse, c->se_cap) != 0)
+    int64_t domain = domain_row(c, t, r->u[0]);
+    if (domain < 0 || GROW(c->se, c->nse, c->se_cap) != 0)
         return fail(c, "out of memory");
     struct startend *e = &c->se[c->nse];
     e->id = ++c->next_range;
     e->thread_id = t->id;
-    e->name_id = range_name(c, r, r->u[0], r->u[3]);
+    e->name_id = range_name(c, t, r, r->u[3]);
     e->run_id = current_run(c);
-    e->domain = r->u[0];
+    e->domain = (uint64_t)domain;
     e->start_ns = r->ns;
-    if (e->name_id < 0 || ws_u64map_put(&c->startends, r->u[2], c->nse) != 0)
+    e->attrs = attrs_of(r);
+    if (e->name_id < 0 || ws_u64map_put(&c->startends, handle_key(t, r->u[2]), c->nse) != 0)
         return fail(c, "out of memory");
     c->nse++;
     return 0;
@@ -400,16 +604,21 @@ static int write_startend(struct collector *c, const struct startend *e, int64_t
                            .domain = e->domain,
                            .start_ns = e->start_ns,
                            .depth = 0,
-                           .source = "nvtx"};
+                           .source = "nvtx",
+                           .attrs = e->attrs};
     return write_range(c, &o, e->thread_id, end_thread, "startend", end_ns, closed);
 }
 
+/* Range ids are unique in the process whatever the domain, so the id alone finds the range. */
 static int on_range_end(struct collector *c, struct thread_state *t, const struct ws_rec *r)
 {
     uint64_t idx;
-    if (!ws_u64map_get(&c->startends, r->u[2], &idx))
-        return 0;
-    ws_u64map_del(&c->startends, r->u[2]);
+    if (!ws_u64map_get(&c->startends, handle_key(t, r->u[2]), &idx)) {
+        int64_t domain = domain_row(c, t, r->u[0]);
+        c->unmatched_ends++;
+        return domain < 0 ? -1 : write_range_error(c, t, r, "end", domain, (int64_t)r->u[2]);
+    }
+    ws_u64map_del(&c->startends, handle_key(t, r->u[2]));
     return write_startend(c, &c->se[idx], t->id, r->ns, 1);
 }
 
@@ -462,11 +671,11 @@ static int on_run_end(struct collector *c, struct thread_state *t, const struct 
 static int write_alloc(struct collector *c, const struct pending_alloc *a, int32_t status, const struct ws_rec *f,
                        int64_t free_thread, int64_t free_range)
 {
-    static const char *const memory[] = {"device", "managed", "host"};
+    static const char *const memory[] = {"device", "managed", "host", "region"};
     struct batch *b = &c->allocs;
     cell_int(b, a->id);
     cell_text(b, ws_api_name(a->api));
-    cell_text(b, memory[a->memory < 3 ? a->memory : 0]);
+    cell_text(b, memory[a->memory < 4 ? a->memory : 0]);
     cell_int(b, a->device);
     if (status == 0)
         cell_int(b, (int64_t)a->address);
@@ -551,6 +760,9 @@ static int write_error(struct collector *c, struct thread_state *t, const struct
     return step(c, ST_ERROR);
 }
 
+static int container_freed(struct collector *c, const struct thread_state *t, const struct ws_rec *f,
+                           int64_t allocation);
+
 static int on_free(struct collector *c, struct thread_state *t, const struct ws_rec *r)
 {
     uint64_t idx;
@@ -558,7 +770,366 @@ static int on_free(struct collector *c, struct thread_state *t, const struct ws_
         return write_error(c, t, r); /* failed, or frees memory allocated before tracing began */
     ws_u64map_del(&c->live, r->u[0]);
     c->free_slots[c->nfree_slots++] = idx;
-    return write_alloc(c, &c->pending[idx], 0, r, t->id, current_range(t));
+    if (write_alloc(c, &c->pending[idx], 0, r, t->id, current_range(t)) != 0)
+        return -1;
+    /* NVTX heaps and regions inside the freed memory end with it (see container_freed) */
+    return c->containers.len ? container_freed(c, t, r, c->pending[idx].id) : 0;
+}
+
+/* ---- the NVTX memory extension ------------------------------------------------------------------ */
+
+/*
+ * The traced allocation that holds [address, address + bytes): the allocation starting there,
+ * else the live one around it (a linear search, taken only for a heap or a process-wide region
+ * that starts inside an allocation).  Returns its index in pending, or -1.
+ */
+static int64_t container_of(const struct collector *c, uint64_t address, uint64_t bytes)
+{
+    uint64_t idx;
+    if (ws_u64map_get(&c->live, address, &idx))
+        return c->pending[idx].bytes >= bytes ? (int64_t)idx : -1;
+    for (size_t i = 0; i < c->live.cap; i++) {
+        if (c->live.state[i] != 1)
+            continue;
+        const struct pending_alloc *a = &c->pending[c->live.vals[i]];
+        if (a->address < address && address - a->address <= a->bytes && bytes <= a->bytes - (address - a->address))
+            return (int64_t)c->live.vals[i];
+    }
+    return -1;
+}
+
+static int container_count(struct collector *c, int64_t container, int delta)
+{
+    uint64_t n = 0;
+    if (container <= 0)
+        return 0;
+    ws_u64map_get(&c->containers, (uint64_t)container, &n);
+    n += (uint64_t)(int64_t)delta;
+    if (n == 0) {
+        ws_u64map_del(&c->containers, (uint64_t)container);
+        return 0;
+    }
+    return ws_u64map_put(&c->containers, (uint64_t)container, n) == 0 ? 0 : fail(c, "out of memory");
+}
+
+static int32_t *region_list(struct collector *c, int64_t heap)
+{
+    return heap >= 0 ? &c->heaps[heap].first : &c->process_wide;
+}
+
+static void region_link(struct collector *c, int32_t i)
+{
+    int32_t *head = region_list(c, c->regions[i].heap);
+    c->regions[i].prev = -1;
+    c->regions[i].next = *head;
+    if (*head >= 0)
+        c->regions[*head].prev = i;
+    *head = i;
+}
+
+static void region_unlink(struct collector *c, int32_t i)
+{
+    struct region *g = &c->regions[i];
+    if (g->prev >= 0)
+        c->regions[g->prev].next = g->next;
+    else
+        *region_list(c, g->heap) = g->next;
+    if (g->next >= 0)
+        c->regions[g->next].prev = g->prev;
+}
+
+static int write_region_link(struct collector *c, const struct region *g)
+{
+    static const char *const memory[] = {"device", "managed", "host"};
+    sqlite3_stmt *s = c->st[ST_REGION];
+    sqlite3_bind_int64(s, 1, g->a.id);
+    bind_opt(s, 2, g->heap >= 0 ? c->heaps[g->heap].id : 0);
+    bind_opt(s, 3, g->container);
+    if (g->container_memory >= 0 && g->container_memory < 3)
+        sqlite3_bind_text(s, 4, memory[g->container_memory], -1, SQLITE_STATIC);
+    else
+        sqlite3_bind_null(s, 4);
+    sqlite3_bind_int64(s, 5, g->domain);
+    sqlite3_bind_int64(s, 6, g->resizes);
+    return step(c, ST_REGION);
+}
+
+/* Close region i: its allocations row ends at ns with api (free == NULL: still open at the end). */
+static int region_close(struct collector *c, int32_t i, const struct thread_state *t, uint64_t ns, uint8_t api,
+                        int closed)
+{
+    struct region *g = &c->regions[i];
+    struct ws_rec end = {.api = api, .ns = ns}; /* no stream: u[3] stays 0 */
+    if (write_alloc(c, &g->a, 0, closed ? &end : NULL, closed ? t->id : 0, closed ? current_range(t) : 0) != 0 ||
+        write_region_link(c, g) != 0)
+        return -1;
+    if (g->heap < 0 && container_count(c, g->container, -1) != 0)
+        return -1;
+    ws_u64map_del(&c->region_at, g->a.address);
+    region_unlink(c, i);
+    g->next = c->free_region;
+    c->free_region = i;
+    return 0;
+}
+
+static int close_regions(struct collector *c, int64_t heap, const struct thread_state *t, uint64_t ns, uint8_t api)
+{
+    int32_t *head = region_list(c, heap);
+    while (*head >= 0)
+        if (region_close(c, *head, t, ns, api, 1) != 0)
+            return -1;
+    return 0;
+}
+
+static int write_heap(struct collector *c, const struct heap *h, uint64_t end_ns, const char *end_api)
+{
+    static const char *const usages[] = {"unknown", "sub-allocator", "layout"};
+    sqlite3_stmt *s = c->st[ST_HEAP];
+    sqlite3_bind_int64(s, 1, h->id);
+    sqlite3_bind_int64(s, 2, h->domain);
+    sqlite3_bind_int64(s, 3, (int64_t)h->handle);
+    sqlite3_bind_text(s, 4, usages[h->usage < 3 ? h->usage : 0], -1, SQLITE_STATIC);
+    sqlite3_bind_text(s, 5, h->type == WS_MEM_TYPE_VIRTUAL_ADDRESS ? "virtual-address" : "unknown", -1, SQLITE_STATIC);
+    if (h->type == WS_MEM_TYPE_VIRTUAL_ADDRESS) {
+        sqlite3_bind_int64(s, 6, (int64_t)h->address);
+        sqlite3_bind_int64(s, 7, (int64_t)h->bytes);
+    } else {
+        sqlite3_bind_null(s, 6);
+        sqlite3_bind_null(s, 7);
+    }
+    bind_opt(s, 8, h->name_id);
+    bind_opt(s, 9, h->category);
+    bind_opt(s, 10, h->container);
+    sqlite3_bind_int64(s, 11, h->thread_id);
+    bind_opt(s, 12, h->range_id);
+    bind_opt(s, 13, h->run_id);
+    sqlite3_bind_int64(s, 14, (int64_t)h->start_ns);
+    if (end_api) {
+        sqlite3_bind_int64(s, 15, (int64_t)end_ns);
+        sqlite3_bind_text(s, 16, end_api, -1, SQLITE_STATIC);
+    } else {
+        sqlite3_bind_null(s, 15);
+        sqlite3_bind_null(s, 16);
+    }
+    sqlite3_bind_int64(s, 17, h->regions);
+    sqlite3_bind_int64(s, 18, h->resets);
+    return step(c, ST_HEAP);
+}
+
+/* End heap i: its regions end with it (api is the heap's unregistration or its memory's free). */
+static int heap_close(struct collector *c, size_t i, const struct thread_state *t, uint64_t ns, uint8_t api)
+{
+    struct heap *h = &c->heaps[i];
+    if (close_regions(c, (int64_t)i, t, ns, api) != 0 || write_heap(c, h, ns, ws_api_name(api)) != 0 ||
+        container_count(c, h->container, -1) != 0)
+        return -1;
+    uint64_t open;
+    if (ws_u64map_get(&c->open_heaps, h->handle, &open) && open == i)
+        ws_u64map_del(&c->open_heaps, h->handle);
+    h->open = 0;
+    h->first = -1;
+    return 0;
+}
+
+static int on_heap(struct collector *c, struct thread_state *t, const struct ws_rec *r)
+{
+    int64_t domain = domain_row(c, t, r->u[0]);
+    if (domain < 0 || GROW(c->heaps, c->nheaps, c->heaps_cap) != 0)
+        return fail(c, "out of memory");
+    struct heap *h = &c->heaps[c->nheaps];
+    *h = (struct heap){.id = (int64_t)c->nheaps + 1,
+                       .domain = domain,
+                       .thread_id = t->id,
+                       .range_id = current_range(t),
+                       .run_id = current_run(c),
+                       .handle = r->u[2],
+                       .address = r->u[3],
+                       .bytes = r->u[4],
+                       .start_ns = r->ns,
+                       .usage = (uint32_t)(r->u[5] & 0xffff),
+                       .type = (uint32_t)((r->u[5] >> 16) & 0xffff),
+                       .category = (uint32_t)(r->u[5] >> 32),
+                       .container_memory = -1,
+                       .container_device = -1,
+                       .first = -1,
+                       .open = 1};
+    int64_t in = h->type == WS_MEM_TYPE_VIRTUAL_ADDRESS ? container_of(c, h->address, h->bytes) : -1;
+    if (in >= 0) {
+        h->container = c->pending[in].id;
+        h->container_memory = (int32_t)c->pending[in].memory;
+        h->container_device = (int32_t)c->pending[in].device;
+    }
+    uint64_t old;
+    if (ws_u64map_get(&c->open_heaps, h->handle, &old)) /* the handle again: the earlier heap ended unseen */
+        ws_u64map_del(&c->open_heaps, h->handle);
+    if (ws_u64map_put(&c->open_heaps, h->handle, c->nheaps) != 0)
+        return fail(c, "out of memory");
+    c->nheaps++;
+    return container_count(c, h->container, 1);
+}
+
+static int on_heap_end(struct collector *c, struct thread_state *t, const struct ws_rec *r)
+{
+    uint64_t i;
+    if (r->api == WS_API_nvtxMemHeapReset && r->u[2] == 0) /* the process-wide heap */
+        return close_regions(c, -1, t, r->ns, r->api);
+    if (!ws_u64map_get(&c->open_heaps, r->u[2], &i)) {
+        struct ws_rec e = *r;
+        e.u[0] = r->u[2]; /* api_errors.address: the handle */
+        return write_error(c, t, &e);
+    }
+    if (r->api == WS_API_nvtxMemHeapReset) {
+        c->heaps[i].resets++;
+        return close_regions(c, (int64_t)i, t, r->ns, r->api);
+    }
+    return heap_close(c, (size_t)i, t, r->ns, r->api);
+}
+
+static int on_region(struct collector *c, struct thread_state *t, const struct ws_rec *r)
+{
+    int64_t domain = domain_row(c, t, r->u[0]);
+    if (domain < 0)
+        return -1;
+    uint64_t address = r->u[3], bytes = r->u[4], heap_index, old;
+    if (ws_u64map_get(&c->region_at, address, &old)) {
+        /* registered again without an unregistration we saw: the earlier row stays open */
+        if (region_close(c, (int32_t)old, t, 0, 0, 0) != 0)
+            return -1;
+    }
+    int32_t i = c->free_region;
+    if (i >= 0) {
+        c->free_region = c->regions[i].next;
+    } else {
+        if (c->nregions >= INT32_MAX || GROW(c->regions, c->nregions, c->regions_cap) != 0)
+            return fail(c, "out of memory");
+        i = (int32_t)c->nregions++;
+    }
+    struct region *g = &c->regions[i];
+    memset(g, 0, sizeof *g);
+    fill_pending(&g->a, r, ++c->next_alloc, t, current_run(c));
+    g->a.address = address;
+    g->a.requested = g->a.bytes = bytes;
+    g->a.stream = 0;
+    g->a.device = 0; /* the device of the memory it lies in, when that memory was traced */
+    g->a.memory = WS_MEM_REGION;
+    g->domain = domain;
+    g->container_memory = -1;
+    /* A region of an unknown heap is taken as one of the process-wide heap. */
+    g->heap = r->u[2] && ws_u64map_get(&c->open_heaps, r->u[2], &heap_index) ? (int64_t)heap_index : -1;
+    if (g->heap >= 0) {
+        struct heap *h = &c->heaps[g->heap];
+        h->regions++;
+        g->container = h->container;
+        g->container_memory = h->container_memory;
+        g->a.device = h->container_device >= 0 ? (uint32_t)h->container_device : 0;
+    } else {
+        int64_t in = container_of(c, address, bytes);
+        if (in >= 0) {
+            g->container = c->pending[in].id;
+            g->container_memory = (int32_t)c->pending[in].memory;
+            g->a.device = c->pending[in].device;
+        }
+        if (container_count(c, g->container, 1) != 0)
+            return -1;
+    }
+    region_link(c, i);
+    return ws_u64map_put(&c->region_at, address, (uint64_t)i) == 0 ? 0 : fail(c, "out of memory");
+}
+
+static int on_region_resize(struct collector *c, struct thread_state *t, const struct ws_rec *r)
+{
+    uint64_t i;
+    if (!ws_u64map_get(&c->region_at, r->u[3], &i)) {
+        struct ws_rec e = *r;
+        e.u[0] = r->u[3];
+        return write_error(c, t, &e);
+    }
+    struct region *g = &c->regions[i];
+    g->resizes++;
+    if (r->u[4] > g->a.bytes) /* the row holds the largest size; memory_region_resizes the history */
+        g->a.bytes = r->u[4];
+    sqlite3_stmt *s = c->st[ST_RESIZE];
+    sqlite3_bind_int64(s, 1, g->a.id);
+    sqlite3_bind_int64(s, 2, (int64_t)r->u[4]);
+    sqlite3_bind_int64(s, 3, t->id);
+    bind_opt(s, 4, current_range(t));
+    sqlite3_bind_int64(s, 5, (int64_t)r->ns);
+    return step(c, ST_RESIZE);
+}
+
+static int on_region_unregister(struct collector *c, struct thread_state *t, const struct ws_rec *r)
+{
+    uint64_t i;
+    if (!ws_u64map_get(&c->region_at, r->u[3], &i)) {
+        struct ws_rec e = *r;
+        e.u[0] = r->u[3];
+        return write_error(c, t, &e);
+    }
+    return region_close(c, (int32_t)i, t, r->ns, r->api, 1);
+}
+
+/* A name for a heap (given at registration), a region, or any traced allocation at that address. */
+static int on_memory_name(struct collector *c, struct thread_state *t, const struct ws_rec *r)
+{
+    int64_t name = range_name(c, t, r, r->u[2]);
+    if (name < 0)
+        return -1;
+    uint64_t i;
+    if (r->u[4] == 1) {
+        if (ws_u64map_get(&c->open_heaps, r->u[3], &i))
+            c->heaps[i].name_id = name;
+        return 0;
+    }
+    int64_t allocation = 0;
+    if (ws_u64map_get(&c->region_at, r->u[3], &i))
+        allocation = c->regions[i].a.id;
+    else if (ws_u64map_get(&c->live, r->u[3], &i))
+        allocation = c->pending[i].id;
+    if (allocation == 0) {
+        c->unattached_names++;
+        return 0;
+    }
+    sqlite3_stmt *s = c->st[ST_ALLOC_NAME];
+    sqlite3_bind_int64(s, 1, allocation);
+    sqlite3_bind_int64(s, 2, name);
+    bind_opt(s, 3, (int64_t)(uint32_t)r->u[5]);
+    return step(c, ST_ALLOC_NAME);
+}
+
+/* The free of a traced allocation ends the heaps and process-wide regions inside it (called by
+ * on_free when some are open: what a program frees is no longer sub-allocated). */
+static int container_freed(struct collector *c, const struct thread_state *t, const struct ws_rec *f,
+                           int64_t allocation)
+{
+    uint64_t n;
+    if (!ws_u64map_get(&c->containers, (uint64_t)allocation, &n))
+        return 0;
+    for (size_t i = 0; i < c->nheaps; i++)
+        if (c->heaps[i].open && c->heaps[i].container == allocation && heap_close(c, i, t, f->ns, f->api) != 0)
+            return -1;
+    for (int32_t i = c->process_wide, next; i >= 0; i = next) {
+        next = c->regions[i].next;
+        if (c->regions[i].container == allocation && region_close(c, i, t, f->ns, f->api, 1) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+static int flush_memory(struct collector *c)
+{
+    for (size_t i = 0; i < c->nheaps; i++) {
+        if (!c->heaps[i].open)
+            continue;
+        for (int32_t *head = &c->heaps[i].first; *head >= 0;)
+            if (region_close(c, *head, NULL, 0, 0, 0) != 0)
+                return -1;
+        if (write_heap(c, &c->heaps[i], 0, NULL) != 0)
+            return -1;
+    }
+    while (c->process_wide >= 0)
+        if (region_close(c, c->process_wide, NULL, 0, 0, 0) != 0)
+            return -1;
+    return 0;
 }
 
 /* ---- launches and names ---------------------------------------------------------------------- */
@@ -634,38 +1205,44 @@ static int on_declaration(struct collector *c, struct thread_state *t, const str
 
 static int on_mark(struct collector *c, struct thread_state *t, const struct ws_rec *r)
 {
-    int64_t name = range_name(c, r, r->u[0], r->u[3]);
-    if (name < 0)
+    int64_t name = range_name(c, t, r, r->u[3]), domain = domain_row(c, t, r->u[0]);
+    if (name < 0 || domain < 0)
         return -1;
     sqlite3_stmt *s = c->st[ST_MARK];
-    sqlite3_bind_int64(s, 1, t->id);
-    bind_opt(s, 2, name);
-    sqlite3_bind_int64(s, 3, (int64_t)r->u[0]);
-    bind_opt(s, 4, current_range(t));
-    sqlite3_bind_int64(s, 5, (int64_t)r->ns);
-    return step(c, ST_MARK);
+    int64_t id = ++c->next_mark;
+    sqlite3_bind_int64(s, 1, id);
+    sqlite3_bind_int64(s, 2, t->id);
+    bind_opt(s, 3, name);
+    sqlite3_bind_int64(s, 4, domain);
+    bind_opt(s, 5, current_range(t));
+    sqlite3_bind_int64(s, 6, (int64_t)r->ns);
+    struct attrs a = attrs_of(r);
+    return step(c, ST_MARK) == 0 ? write_attrs(c, ST_MARK_ATTRS, id, &a) : -1;
 }
 
-static int on_domain(struct collector *c, const struct ws_rec *r)
+/* Registered string handles are unique in a process image whatever their domain. */
+static int on_register_string(struct collector *c, const struct thread_state *t, const struct ws_rec *r)
 {
-    int64_t name = intern_rec(c, r);
-    if (name < 0)
-        return -1;
-    sqlite3_bind_int64(c->st[ST_DOMAIN], 1, (int64_t)r->u[0]);
-    sqlite3_bind_int64(c->st[ST_DOMAIN], 2, name);
-    return step(c, ST_DOMAIN);
-}
-
-static int on_register_string(struct collector *c, const struct ws_rec *r)
-{
-    int64_t id = intern_rec(c, r);
-    if (id < 0 || ws_u64map_put(&c->registered, (r->u[0] << 32) ^ r->u[2], (uint64_t)id) != 0)
+    int64_t id = intern_rec(c, r), domain = domain_row(c, t, r->u[0]);
+    if (id < 0 || domain < 0 || ws_u64map_put(&c->registered, handle_key(t, r->u[2]), (uint64_t)id) != 0)
         return fail(c, "out of memory");
     sqlite3_stmt *s = c->st[ST_REGSTR];
-    sqlite3_bind_int64(s, 1, (int64_t)r->u[0]);
+    sqlite3_bind_int64(s, 1, domain);
     sqlite3_bind_int64(s, 2, (int64_t)r->u[2]);
     sqlite3_bind_int64(s, 3, id);
     return step(c, ST_REGSTR);
+}
+
+static int on_category(struct collector *c, const struct thread_state *t, const struct ws_rec *r)
+{
+    int64_t name = intern_rec(c, r), domain = domain_row(c, t, r->u[0]);
+    if (name < 0 || domain < 0)
+        return -1;
+    sqlite3_stmt *s = c->st[ST_CATEGORY];
+    sqlite3_bind_int64(s, 1, domain);
+    sqlite3_bind_int64(s, 2, (int64_t)(uint32_t)r->u[2]);
+    sqlite3_bind_int64(s, 3, name);
+    return step(c, ST_CATEGORY);
 }
 
 static int on_thread_name(struct collector *c, const struct ws_rec *r)
@@ -717,8 +1294,8 @@ static int dispatch(struct collector *c, struct thread_state *t, const struct ws
     case WS_REC_RANGE_START: return on_range_start(c, t, r);
     case WS_REC_RANGE_END: return on_range_end(c, t, r);
     case WS_REC_MARK: return on_mark(c, t, r);
-    case WS_REC_DOMAIN: return on_domain(c, r);
-    case WS_REC_REGISTER_STRING: return on_register_string(c, r);
+    case WS_REC_DOMAIN: return on_domain(c, t, r);
+    case WS_REC_REGISTER_STRING: return on_register_string(c, t, r);
     case WS_REC_THREAD_NAME: return on_thread_name(c, r);
     case WS_REC_RUN_BEGIN: return on_run_begin(c, t, r);
     case WS_REC_RUN_END: return on_run_end(c, t, r);
@@ -727,6 +1304,13 @@ static int dispatch(struct collector *c, struct thread_state *t, const struct ws
     case WS_REC_META: return on_meta(c, r);
     case WS_REC_SYMBOL: return on_symbol(c, r);
     case WS_REC_IMAGE: return on_image(c, r);
+    case WS_REC_CATEGORY: return on_category(c, t, r);
+    case WS_REC_MEM_HEAP: return on_heap(c, t, r);
+    case WS_REC_MEM_HEAP_END: return on_heap_end(c, t, r);
+    case WS_REC_MEM_REGION: return on_region(c, t, r);
+    case WS_REC_MEM_RESIZE: return on_region_resize(c, t, r);
+    case WS_REC_MEM_UNREGISTER: return on_region_unregister(c, t, r);
+    case WS_REC_MEM_NAME: return on_memory_name(c, t, r);
     case WS_REC_NONE:
     case WS_REC_TYPE_COUNT: break;
     }
@@ -766,6 +1350,8 @@ static int write_thread(struct collector *c, size_t i)
 
 static int flush_open(struct collector *c)
 {
+    if (flush_memory(c) != 0) /* regions are allocation rows: written before the batch is flushed */
+        return -1;
     for (size_t i = 0; i < c->live.cap; i++)
         if (c->live.state[i] == 1 && write_alloc(c, &c->pending[c->live.vals[i]], 0, NULL, 0, 0) != 0)
             return -1;
@@ -820,6 +1406,9 @@ static int write_meta(struct collector *c, const char *spool_path)
         ws_tracedb_meta_int(db, "lost_records", (long long)lost) |
         ws_tracedb_meta_int(db, "truncated_strings", (long long)h->truncated_strings) |
         ws_tracedb_meta_int(db, "corrupt_records", (long long)c->spool.corrupt_records) |
+        ws_tracedb_meta_int(db, "unbalanced_pops", (long long)c->unbalanced_pops) |
+        ws_tracedb_meta_int(db, "unmatched_range_ends", (long long)c->unmatched_ends) |
+        ws_tracedb_meta_int(db, "unattached_memory_names", (long long)c->unattached_names) |
         ws_tracedb_meta_int(db, "records", (long long)c->stats->records) |
         ws_tracedb_meta_int(db, "chunks", (long long)c->spool.nchunks) | ws_tracedb_meta_text(db, "spool", spool_path) |
         ws_tracedb_meta_int(db, "collected_unix_ns", (long long)now.tv_sec * 1000000000ll + now.tv_nsec);
@@ -839,8 +1428,11 @@ static int setup(struct collector *c)
         if (sqlite3_prepare_v3(c->db, statement_sql[i], -1, SQLITE_PREPARE_PERSISTENT, &c->st[i], NULL) != SQLITE_OK)
             return fail(c, "cannot prepare the trace tables");
     if (ws_u64map_init(&c->string_ids, 1024) || ws_u64map_init(&c->live, 1024) || ws_u64map_init(&c->symbols, 64) ||
-        ws_u64map_init(&c->aliases, 64) || ws_u64map_init(&c->registered, 64) || ws_u64map_init(&c->startends, 64))
+        ws_u64map_init(&c->aliases, 64) || ws_u64map_init(&c->registered, 64) || ws_u64map_init(&c->startends, 64) ||
+        ws_u64map_init(&c->domain_rows, 16) || ws_u64map_init(&c->domain_names, 16) ||
+        ws_u64map_init(&c->open_heaps, 16) || ws_u64map_init(&c->region_at, 64) || ws_u64map_init(&c->containers, 16))
         return fail(c, "out of memory");
+    c->free_region = c->process_wide = -1;
     c->threads = calloc(c->spool.nthreads ? c->spool.nthreads : 1, sizeof *c->threads);
     if (!c->threads)
         return fail(c, "out of memory");
@@ -848,6 +1440,7 @@ static int setup(struct collector *c)
         const struct ws_spool_thread *st = &c->spool.threads[i];
         c->threads[i].id = st->serial;
         c->threads[i].os_tid = st->os_tid;
+        c->threads[i].image = st->nchunks ? st->chunks[0]->image : 0;
         /* exec keeps the calling thread: its records in a later image belong to the same thread */
         for (size_t j = 0; j < i; j++)
             if (c->spool.threads[j].os_tid == st->os_tid && c->spool.threads[j].chunks[0]->image < st->chunks[0]->image)
@@ -884,6 +1477,13 @@ static void teardown(struct collector *c)
     ws_u64map_free(&c->aliases);
     ws_u64map_free(&c->registered);
     ws_u64map_free(&c->startends);
+    ws_u64map_free(&c->domain_rows);
+    ws_u64map_free(&c->domain_names);
+    ws_u64map_free(&c->open_heaps);
+    ws_u64map_free(&c->region_at);
+    ws_u64map_free(&c->containers);
+    free(c->heaps);
+    free(c->regions);
     if (c->db)
         sqlite3_close(c->db);
     ws_spool_close(&c->spool);

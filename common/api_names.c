@@ -20,6 +20,17 @@ static const char *const api_names[WS_API_COUNT] = {
     [WS_API___cudaLaunchKernel_ptsz] = "__cudaLaunchKernel_ptsz",
     [WS_API_nvtx] = "nvtx",
     [WS_API_wstrace] = "wstrace",
+    [WS_API_nvtxRangePop] = "nvtxRangePop",
+    [WS_API_nvtxDomainRangePop] = "nvtxDomainRangePop",
+    [WS_API_nvtxRangeEnd] = "nvtxRangeEnd",
+    [WS_API_nvtxDomainRangeEnd] = "nvtxDomainRangeEnd",
+    [WS_API_nvtxMemHeapRegister] = "nvtxMemHeapRegister",
+    [WS_API_nvtxMemHeapUnregister] = "nvtxMemHeapUnregister",
+    [WS_API_nvtxMemHeapReset] = "nvtxMemHeapReset",
+    [WS_API_nvtxMemRegionsRegister] = "nvtxMemRegionsRegister",
+    [WS_API_nvtxMemRegionsResize] = "nvtxMemRegionsResize",
+    [WS_API_nvtxMemRegionsUnregister] = "nvtxMemRegionsUnregister",
+    [WS_API_nvtxMemRegionsName] = "nvtxMemRegionsName",
 };
 
 const char *ws_api_name(unsigned api) { return api < WS_API_COUNT && api_names[api] ? api_names[api] : "unknown"; }

@@ -15,7 +15,7 @@
 #include <stdint.h>
 
 #define WS_SPOOL_MAGIC        "WSSPOOL1"
-#define WS_SPOOL_VERSION      1u
+#define WS_SPOOL_VERSION      2u
 #define WS_SPOOL_HEADER_BYTES 4096u
 #define WS_CHUNK_BYTES        (256u * 1024u)
 #define WS_REC_BYTES          64u
@@ -29,11 +29,11 @@ enum ws_rec_type {
     WS_REC_FREE,         /* api, status, u0=ptr, u3=stream */
     WS_REC_LAUNCH,       /* api, status, u0=func, u1=grid (ws_pack_dim3), u2=block (ws_pack_dim3), u3=stream, u4=smem */
     WS_REC_GRAPH_LAUNCH, /* api, status, u0=graph exec, u3=stream */
-    WS_REC_PUSH,         /* u0=domain, u1=string length, u2=registered handle (0 = inline string), string */
-    WS_REC_POP,          /* u0=domain, status = depth reported to the caller */
-    WS_REC_RANGE_START,  /* u0=domain, u1=string length, u2=range id, u3=registered handle, string */
+    WS_REC_PUSH,         /* u0=domain, u1=string length, u2=registered handle (0 = inline string), attributes, string */
+    WS_REC_POP,          /* u0=domain, status = depth reported to the caller (negative: nothing to pop) */
+    WS_REC_RANGE_START,  /* u0=domain, u1=string length, u2=range id, u3=registered handle, attributes, string */
     WS_REC_RANGE_END,    /* u0=domain, u2=range id */
-    WS_REC_MARK,         /* u0=domain, u1=string length, u3=registered handle, string */
+    WS_REC_MARK,         /* u0=domain, u1=string length, u3=registered handle, attributes, string */
     WS_REC_DOMAIN,       /* u0=domain handle, u1=string length, string */
     WS_REC_REGISTER_STRING, /* u0=domain, u1=string length, u2=handle, string */
     WS_REC_THREAD_NAME,     /* u0=os tid, u1=string length, string */
@@ -44,6 +44,15 @@ enum ws_rec_type {
     WS_REC_META,     /* u0=key length, u1=string length (key then value, no NUL between), string */
     WS_REC_SYMBOL,   /* u0=function address, u1=string length, string */
     WS_REC_IMAGE,    /* a program image started tracing: u0=exec count, u1=string length (cmdline), string */
+    /* NVTX categories and the NVTX memory extension (nvToolsExtMem.h) */
+    WS_REC_CATEGORY,       /* u0=domain, u1=string length, u2=category, string */
+    WS_REC_MEM_HEAP,       /* u0=domain, u2=heap handle, u3=address, u4=bytes, u5=ws_mem_heap_pack() */
+    WS_REC_MEM_HEAP_END,   /* api nvtxMemHeapUnregister or nvtxMemHeapReset: u0=domain, u2=heap handle */
+    WS_REC_MEM_REGION,     /* u0=domain, u2=heap handle (0: the process-wide heap), u3=address, u4=bytes */
+    WS_REC_MEM_RESIZE,     /* u0=domain, u3=address, u4=bytes */
+    WS_REC_MEM_UNREGISTER, /* u0=domain, u3=address */
+    WS_REC_MEM_NAME,       /* u0=domain, u1=string length, u2=registered handle, u3=address (or heap handle when u4=1),
+                              u5=category, string */
     WS_REC_TYPE_COUNT
 };
 
@@ -67,10 +76,48 @@ enum ws_api {
     WS_API___cudaLaunchKernel_ptsz,
     WS_API_nvtx,
     WS_API_wstrace,
+    WS_API_nvtxRangePop,
+    WS_API_nvtxDomainRangePop,
+    WS_API_nvtxRangeEnd,
+    WS_API_nvtxDomainRangeEnd,
+    WS_API_nvtxMemHeapRegister,
+    WS_API_nvtxMemHeapUnregister,
+    WS_API_nvtxMemHeapReset,
+    WS_API_nvtxMemRegionsRegister,
+    WS_API_nvtxMemRegionsResize,
+    WS_API_nvtxMemRegionsUnregister,
+    WS_API_nvtxMemRegionsName,
     WS_API_COUNT
 };
 
 enum ws_memory { WS_MEM_DEVICE = 0, WS_MEM_MANAGED = 1, WS_MEM_HOST = 2 };
+
+/*
+ * NVTX event attributes (PUSH, RANGE_START, MARK): u4 = payload bits, u5 = category | colour << 32,
+ * status = payload kind | WS_ATTR_COLOR.  The payload kinds 1-6 are nvtxPayloadType_t's values.
+ */
+enum ws_payload {
+    WS_PAYLOAD_NONE = 0,
+    WS_PAYLOAD_U64 = 1,
+    WS_PAYLOAD_I64 = 2,
+    WS_PAYLOAD_DOUBLE = 3,
+    WS_PAYLOAD_U32 = 4,
+    WS_PAYLOAD_I32 = 5,
+    WS_PAYLOAD_FLOAT = 6,
+    WS_PAYLOAD_EXTENSION = 7, /* NVTX_PAYLOAD_TYPE_EXT: u4 = number of binary payloads (not decoded) */
+    WS_PAYLOAD_OTHER = 8,     /* a type this version does not know: u4 = the raw bits */
+};
+#define WS_ATTR_PAYLOAD_MASK 0xffu
+#define WS_ATTR_COLOR        0x100u /* an ARGB colour is in the high half of u5 */
+
+/* A heap's usage (NVTX_MEM_HEAP_USAGE_*: 1 sub-allocator, 2 layout), type (NVTX_MEM_TYPE_*) and
+ * category in one word. */
+#define WS_MEM_TYPE_VIRTUAL_ADDRESS 1u /* NVTX_MEM_TYPE_VIRTUAL_ADDRESS */
+static inline uint64_t ws_mem_heap_pack(uint32_t usage, uint32_t type, uint32_t category)
+{
+    return (uint64_t)(usage > 0xffffu ? 0xffffu : usage) | (uint64_t)(type > 0xffffu ? 0xffffu : type) << 16 |
+           (uint64_t)category << 32;
+}
 
 /* One fixed-size record.  String payloads follow in `ext` continuation records (raw bytes). */
 struct ws_rec {

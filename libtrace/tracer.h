@@ -22,8 +22,7 @@ struct ws_thread {
     uint32_t used;
     uint32_t serial;
     uint64_t seq;
-    uint32_t in_hook; /* re-entry guard: work inside a hook is never traced twice */
-    int32_t nvtx_depth;
+    uint32_t in_hook;    /* re-entry guard: work inside a hook is never traced twice */
     uint64_t generation; /* spool generation the chunk belongs to (changes on fork) */
 };
 

@@ -1,4 +1,4 @@
--- wstrace trace schema, version 1 (PRAGMA user_version = 1).
+-- wstrace trace schema, version 2 (PRAGMA user_version = 2).
 -- A public interface: every table and column is documented in schema/README.md.
 -- Times are nanoseconds of CLOCK_MONOTONIC of the traced process; sizes are bytes;
 -- addresses and stream handles are stored as signed 64-bit integers (SQLite has no unsigned).
@@ -22,7 +22,7 @@ CREATE TABLE threads (
 );
 
 CREATE TABLE domains (
-    id      INTEGER PRIMARY KEY,         -- 0 is the default NVTX domain / explicit API
+    id      INTEGER PRIMARY KEY,         -- 0 is the default NVTX domain / explicit API; one row per name
     name_id INTEGER REFERENCES strings(id)
 );
 
@@ -52,7 +52,7 @@ CREATE TABLE ranges (
 CREATE TABLE allocations (
     id              INTEGER PRIMARY KEY, -- in order of the allocation call
     api             TEXT NOT NULL,       -- cudaMalloc, cudaMallocAsync, ...
-    memory          TEXT NOT NULL,       -- 'device', 'managed' or 'host'
+    memory          TEXT NOT NULL,       -- 'device', 'managed', 'host' or 'region' (NVTX memory extension)
     device          INTEGER NOT NULL,
     address         INTEGER,             -- NULL when the call failed
     requested_bytes INTEGER NOT NULL,
@@ -125,6 +125,86 @@ CREATE TABLE registered_strings (        -- nvtxDomainRegisterString handles
     PRIMARY KEY (domain_id, handle)
 ) WITHOUT ROWID;
 
+-- NVTX: event attributes, category names, ends that closed nothing, and the memory extension
+-- (nvToolsExtMem.h).  Attribute rows exist only for ranges and marks that carry one.
+CREATE TABLE range_attributes (
+    range_id     INTEGER PRIMARY KEY REFERENCES ranges(id),
+    category     INTEGER,                -- NULL: category 0 (none)
+    color        INTEGER,                -- ARGB; NULL: no colour
+    payload_type TEXT,                   -- uint64, int64, double, uint32, int32, float, extension, unknown
+    payload                              -- INTEGER or REAL; NULL without a payload
+);
+
+CREATE TABLE mark_attributes (
+    mark_id      INTEGER PRIMARY KEY REFERENCES marks(id),
+    category     INTEGER,
+    color        INTEGER,
+    payload_type TEXT,
+    payload
+);
+
+CREATE TABLE categories (                -- nvtxNameCategory / nvtxDomainNameCategory
+    domain_id INTEGER NOT NULL,
+    category  INTEGER NOT NULL,
+    name_id   INTEGER NOT NULL REFERENCES strings(id),
+    PRIMARY KEY (domain_id, category)
+) WITHOUT ROWID;
+
+CREATE TABLE range_errors (              -- pops and ends that had nothing to close
+    id        INTEGER PRIMARY KEY,
+    kind      TEXT NOT NULL,             -- 'pop' or 'end'
+    api       TEXT NOT NULL,             -- nvtxRangePop, nvtxDomainRangePop, nvtxRangeEnd, nvtxDomainRangeEnd, wstrace
+    domain_id INTEGER NOT NULL,
+    range_ref INTEGER,                   -- 'end': the range id passed
+    thread_id INTEGER NOT NULL REFERENCES threads(id),
+    range_id  INTEGER REFERENCES ranges(id), -- innermost range open on the thread
+    ns        INTEGER NOT NULL
+);
+
+CREATE TABLE memory_heaps (              -- nvtxMemHeapRegister
+    id            INTEGER PRIMARY KEY,
+    domain_id     INTEGER NOT NULL,
+    handle        INTEGER NOT NULL,      -- as returned to the program (the heap's address when it has one)
+    usage         TEXT NOT NULL,         -- 'sub-allocator', 'layout' or 'unknown'
+    type          TEXT NOT NULL,         -- 'virtual-address' or 'unknown'
+    address       INTEGER,
+    bytes         INTEGER,
+    name_id       INTEGER REFERENCES strings(id),
+    category      INTEGER,
+    allocation_id INTEGER REFERENCES allocations(id), -- traced allocation the heap lies in
+    thread_id     INTEGER NOT NULL REFERENCES threads(id),
+    range_id      INTEGER REFERENCES ranges(id),
+    run_id        INTEGER REFERENCES runs(id),
+    register_ns   INTEGER NOT NULL,
+    end_ns        INTEGER,               -- NULL: still registered when tracing ended
+    end_api       TEXT,                  -- nvtxMemHeapUnregister, or the free of its allocation
+    regions       INTEGER NOT NULL,      -- regions registered in it
+    resets        INTEGER NOT NULL       -- nvtxMemHeapReset calls
+);
+
+CREATE TABLE memory_regions (            -- the allocations rows with memory = 'region'
+    allocation_id INTEGER PRIMARY KEY REFERENCES allocations(id),
+    heap_id       INTEGER REFERENCES memory_heaps(id), -- NULL: the process-wide heap
+    container_id  INTEGER REFERENCES allocations(id),  -- traced allocation the region lies in
+    memory        TEXT,                  -- memory of that allocation: 'device', 'managed', 'host'; NULL unknown
+    domain_id     INTEGER NOT NULL,
+    resizes       INTEGER NOT NULL
+);
+
+CREATE TABLE memory_region_resizes (     -- nvtxMemRegionsResize
+    allocation_id INTEGER NOT NULL REFERENCES allocations(id),
+    bytes         INTEGER NOT NULL,
+    thread_id     INTEGER NOT NULL REFERENCES threads(id),
+    range_id      INTEGER REFERENCES ranges(id),
+    ns            INTEGER NOT NULL
+);
+
+CREATE TABLE allocation_names (          -- nvtxMemRegionsName, and names given with a heap
+    allocation_id INTEGER PRIMARY KEY REFERENCES allocations(id),
+    name_id       INTEGER NOT NULL REFERENCES strings(id),
+    category      INTEGER
+);
+
 
 -- Successful device-side allocations (device and managed memory) with names resolved.
 CREATE VIEW device_allocations AS
@@ -160,7 +240,7 @@ JOIN ranges r ON r.name_id = s.id
 LEFT JOIN allocations a ON a.range_id = r.id AND a.status = 0 AND a.memory IN ('device', 'managed')
 GROUP BY s.id;
 
-PRAGMA user_version = 1;
+PRAGMA user_version = 2;
 
 -- @indexes: created after the tables are filled (the collector loads first, then indexes).
 -- The per-event tables (allocations, launches) carry no index beyond their rowid: building one

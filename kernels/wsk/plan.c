@@ -10,7 +10,7 @@
 
 #include "wsk.h"
 
-#define SCHEMA_VERSION 1
+#define SCHEMA_VERSION 2 /* newest trace schema read; plans are the same since version 1 */
 
 static int db_fail(struct wsk_error *err, const char *path, sqlite3 *db, const char *what)
 {
@@ -30,7 +30,7 @@ static int check_version(sqlite3 *db, const char *path, struct wsk_error *err)
     if (version > SCHEMA_VERSION)
         return wsk_fail(err, WSK_EXIT_USAGE, "wsk: --plan %s: trace schema version %d is newer than this wsk (%d)",
                         path, version, SCHEMA_VERSION);
-    if (version < SCHEMA_VERSION)
+    if (version < 1)
         return wsk_fail(err, WSK_EXIT_USAGE, "wsk: --plan %s: not a wstrace trace", path);
     return 0;
 }
