@@ -8,11 +8,78 @@
  * Chunks are entries of one array linked by index to their neighbours in the region; a merged
  * chunk's entry goes on an unused list for the next split.  A workload has at most a few hundred
  * chunks, so searches are linear.
+ *
+ * Annotated (wsk_arena_annotate, wsk --nvtx-mem), the arena tells a tool what it does through
+ * NVTX's memory extension, as a pooling allocator that annotates itself would: every region is
+ * a sub-allocator heap, every chunk handed out a region of the size asked for (not the rounded
+ * size: the tensor's own lifetime and bytes), unregistered when it comes back.  Without a tool
+ * attached these calls do nothing.
  */
+#include <nvtx3/nvToolsExtMem.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "wsk.h"
+
+/* ---- NVTX memory annotations ---------------------------------------------------------------- */
+
+void wsk_arena_annotate(struct wsk_arena *ar, const char *domain) { ar->nvtx_domain = nvtxDomainCreateA(domain); }
+
+static void *annotate_heap(const struct wsk_arena *ar, uintptr_t base, uint64_t bytes)
+{
+    if (!ar->nvtx_domain)
+        return NULL;
+    nvtxMemVirtualRangeDesc_t range = {.size = bytes, .ptr = (const void *)base};
+    nvtxMemHeapDesc_t desc = {.extCompatID = NVTX_EXT_COMPATID_MEM,
+                              .structSize = sizeof desc,
+                              .usage = NVTX_MEM_HEAP_USAGE_TYPE_SUB_ALLOCATOR,
+                              .type = NVTX_MEM_TYPE_VIRTUAL_ADDRESS,
+                              .typeSpecificDescSize = sizeof range,
+                              .typeSpecificDesc = &range,
+                              .messageType = NVTX_MESSAGE_TYPE_ASCII,
+                              .message.ascii = "wsk arena region"};
+    return nvtxMemHeapRegister(ar->nvtx_domain, &desc);
+}
+
+/* The heap of the region that holds addr (regions are few: a linear search). */
+static void *heap_of(const struct wsk_arena *ar, uintptr_t addr)
+{
+    for (uint32_t r = 0; r < ar->nregions; r++)
+        if (addr >= ar->regions[r].base && addr - ar->regions[r].base < ar->regions[r].bytes)
+            return ar->regions[r].heap;
+    return NULL;
+}
+
+static void annotate_chunk(const struct wsk_arena *ar, uintptr_t addr, uint64_t bytes)
+{
+    if (!ar->nvtx_domain)
+        return;
+    nvtxMemVirtualRangeDesc_t range = {.size = bytes, .ptr = (const void *)addr};
+    nvtxMemRegionsRegisterBatch_t batch = {.extCompatID = NVTX_EXT_COMPATID_MEM,
+                                           .structSize = sizeof batch,
+                                           .regionType = NVTX_MEM_TYPE_VIRTUAL_ADDRESS,
+                                           .heap = heap_of(ar, addr),
+                                           .regionCount = 1,
+                                           .regionDescElementSize = sizeof range,
+                                           .regionDescElements = &range};
+    nvtxMemRegionsRegister(ar->nvtx_domain, &batch);
+}
+
+static void annotate_chunk_free(const struct wsk_arena *ar, uintptr_t addr)
+{
+    if (!ar->nvtx_domain)
+        return;
+    nvtxMemRegionRef_t ref = {.pointer = (const void *)addr};
+    nvtxMemRegionsUnregisterBatch_t batch = {.extCompatID = NVTX_EXT_COMPATID_MEM,
+                                             .structSize = sizeof batch,
+                                             .refType = NVTX_MEM_REGION_REF_TYPE_POINTER,
+                                             .refCount = 1,
+                                             .refElementSize = sizeof ref,
+                                             .refElements = &ref};
+    nvtxMemRegionsUnregister(ar->nvtx_domain, &batch);
+}
+
+/* ---- chunks ------------------------------------------------------------------------------------ */
 
 void wsk_arena_init(struct wsk_arena *ar, uint64_t initial_chunk, wsk_region_obtain_fn obtain, void *ctx)
 {
@@ -96,7 +163,8 @@ static int extend(struct wsk_arena *ar, uint64_t rounded, int32_t *chunk)
         return rc;
     }
     ar->chunks[c].addr = (uintptr_t)base;
-    ar->regions[ar->nregions++] = (struct wsk_arena_region){(uintptr_t)base, bytes};
+    ar->regions[ar->nregions++] =
+        (struct wsk_arena_region){(uintptr_t)base, bytes, annotate_heap(ar, (uintptr_t)base, bytes)};
     ar->stats.regions++;
     ar->stats.reserved_bytes += bytes;
     *chunk = c;
@@ -134,6 +202,7 @@ int wsk_arena_alloc(struct wsk_arena *ar, uint64_t bytes, void **out)
     if (ar->stats.in_use_bytes > ar->stats.peak_in_use_bytes)
         ar->stats.peak_in_use_bytes = ar->stats.in_use_bytes;
     *out = (void *)c->addr;
+    annotate_chunk(ar, c->addr, bytes);
     return 0;
 }
 
@@ -162,6 +231,7 @@ int wsk_arena_free(struct wsk_arena *ar, void *ptr)
         return -1;
     ar->chunks[i].in_use = false;
     ar->stats.in_use_bytes -= ar->chunks[i].size;
+    annotate_chunk_free(ar, ar->chunks[i].addr);
     int32_t next = ar->chunks[i].next, prev = ar->chunks[i].prev;
     if (next >= 0 && !ar->chunks[next].in_use)
         merge_into(ar, i, next);
@@ -178,12 +248,18 @@ uint64_t wsk_arena_chunk_size(const struct wsk_arena *ar, void *ptr)
 
 void wsk_arena_destroy(struct wsk_arena *ar, wsk_region_release_fn release, void *ctx)
 {
-    for (uint32_t r = 0; release && r < ar->nregions; r++)
-        release(ctx, (void *)ar->regions[r].base, ar->regions[r].bytes);
+    for (uint32_t r = 0; r < ar->nregions; r++) {
+        if (ar->regions[r].heap) /* before the memory goes: its regions end with the heap */
+            nvtxMemHeapUnregister(ar->nvtx_domain, ar->regions[r].heap);
+        if (release)
+            release(ctx, (void *)ar->regions[r].base, ar->regions[r].bytes);
+    }
     free(ar->regions);
     free(ar->chunks);
     struct wsk_arena_stats stats = ar->stats;
+    void *domain = ar->nvtx_domain;
     wsk_arena_init(ar, ar->initial_chunk, ar->obtain, ar->ctx);
     ar->stats = stats;
+    ar->nvtx_domain = domain;
     ar->stats.in_use_bytes = 0;
 }

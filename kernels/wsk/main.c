@@ -185,12 +185,15 @@ static void describe(const struct wsk_config *c, const struct wsk_device *dev)
              "max_kv_len=%u runs=%u seed=%" PRIu64 " sm_count=%u",
              c->layers, c->hidden, c->heads, c->head_dim, c->intermediate, c->vocab, c->max_kv_len, c->runs, c->seed,
              dev->sm_count);
-    printf("wsk: device %s, %s, alloc %s, l1 %s\n", c->device == WSK_DEVICE_CUDA ? "cuda" : "sim", text,
-           alloc_names[c->alloc], c->l1 == WSK_L1_ENVELOPE ? "envelope" : "max-shape");
+    printf("wsk: device %s, %s, alloc %s%s, l1 %s\n", c->device == WSK_DEVICE_CUDA ? "cuda" : "sim", text,
+           alloc_names[c->alloc], c->nvtx_mem ? " (NVTX memory annotations)" : "",
+           c->l1 == WSK_L1_ENVELOPE ? "envelope" : "max-shape");
     wstrace_metadata("wsk.config", text);
     wstrace_metadata("wsk.device", c->device == WSK_DEVICE_CUDA ? "cuda" : "sim");
     wstrace_metadata("wsk.alloc", alloc_names[c->alloc]);
     wstrace_metadata("wsk.l1", c->l1 == WSK_L1_ENVELOPE ? "envelope" : "max-shape");
+    if (c->nvtx_mem)
+        wstrace_metadata("wsk.nvtx_mem", "1");
 }
 
 static int device_info(const struct wsk_config *c, struct wsk_device *dev, struct wsk_error *err)
@@ -251,6 +254,8 @@ static int session(struct wsk_config *c, struct wsk_error *err)
     if (rc == 0 && cudaStreamCreate(&stream) != cudaSuccess)
         rc = wsk_fail(err, WSK_EXIT_FAIL, "wsk: cudaStreamCreate failed");
     ws_init(&alloc, c->alloc, c->arena_initial_chunk, stream, err);
+    if (c->nvtx_mem)
+        wsk_arena_annotate(&alloc.arena, "wsk.arena");
     if (rc == 0) {
         describe(c, &x.dev);
         rc = outputs_open(&out, c, err);

@@ -48,6 +48,9 @@ void wsk_usage(FILE *out)
           "  --plan TRACE        trace holding plans written by `wstrace plan` (--alloc plan)\n"
           "  --arena-initial-chunk BYTES\n"
           "                      first region of --alloc arena, a multiple of 256 (1048576)\n"
+          "  --nvtx-mem          with --alloc arena: the arena annotates itself with NVTX's\n"
+          "                      memory extension (each region a heap, each buffer a region\n"
+          "                      of it), so a trace sees every buffer as the dynamic mode does\n"
           "  --device DEV        sim (simulated device) or cuda (default: cuda when a GPU is\n"
           "                      present, else sim)\n"
           "  --dump FILE         write tokens and logits of every run as text\n"
@@ -132,7 +135,8 @@ enum {
     OPT_DEVICE,
     OPT_DUMP,
     OPT_PLAN,
-    OPT_ARENA_CHUNK
+    OPT_ARENA_CHUNK,
+    OPT_NVTX_MEM
 };
 
 static const struct option long_options[] = {
@@ -154,6 +158,7 @@ static const struct option long_options[] = {
     {"dump", required_argument, 0, OPT_DUMP},
     {"plan", required_argument, 0, OPT_PLAN},
     {"arena-initial-chunk", required_argument, 0, OPT_ARENA_CHUNK},
+    {"nvtx-mem", no_argument, 0, OPT_NVTX_MEM},
     {"help", no_argument, 0, 'h'},
     {0, 0, 0, 0},
 };
@@ -215,6 +220,7 @@ static int apply_option(int c, const char *arg, struct wsk_config *cfg, struct w
                             arg, (unsigned long long)WSK_ARENA_MAX_INITIAL_CHUNK);
         cfg->arena_initial_chunk_set = true;
         return 0;
+    case OPT_NVTX_MEM: cfg->nvtx_mem = true; return 0;
     default: return wsk_fail(err, WSK_EXIT_USAGE, "wsk: unknown option (see wsk --help)");
     }
 }
@@ -265,6 +271,8 @@ static int check_sizes(const struct wsk_config *c, struct wsk_error *err)
         return wsk_fail(err, WSK_EXIT_USAGE, "wsk: --alloc plan and --plan TRACE go together");
     if (c->arena_initial_chunk_set && c->alloc != WSK_ALLOC_ARENA)
         return wsk_fail(err, WSK_EXIT_USAGE, "wsk: --arena-initial-chunk needs --alloc arena");
+    if (c->nvtx_mem && c->alloc != WSK_ALLOC_ARENA)
+        return wsk_fail(err, WSK_EXIT_USAGE, "wsk: --nvtx-mem needs --alloc arena");
     if (c->head_dim > WSK_ATTN_MAX_HEAD_DIM)
         return wsk_fail(err, WSK_EXIT_USAGE, "wsk: --head-dim must be at most %u", WSK_ATTN_MAX_HEAD_DIM);
     if (wsk_max_batch(c) > 65535) /* a grid dimension of the kernels */

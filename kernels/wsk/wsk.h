@@ -33,6 +33,7 @@ struct wsk_config {
     const char *plan_path;        /* --plan: trace holding the plans for --alloc plan */
     uint64_t arena_initial_chunk; /* --arena-initial-chunk: first region of --alloc arena */
     bool arena_initial_chunk_set;
+    bool nvtx_mem; /* --nvtx-mem: the arena annotates its regions and chunks (NVTX memory extension) */
 };
 
 /* Exit statuses, as everywhere in wstrace: 1 failure while running, 2 bad input or usage. */
@@ -123,6 +124,7 @@ struct wsk_arena_chunk {
 struct wsk_arena_region {
     uintptr_t base;
     uint64_t bytes;
+    void *heap; /* its NVTX heap when the arena annotates itself */
 };
 
 struct wsk_arena_stats {
@@ -142,6 +144,7 @@ struct wsk_arena {
     uint32_t nchunks, cap_chunks;
     int32_t unused;               /* first reusable chunk entry, -1: none */
     struct wsk_arena_stats stats; /* kept by wsk_arena_destroy */
+    void *nvtx_domain;            /* set by wsk_arena_annotate: NVTX memory annotations on */
 };
 
 void wsk_arena_init(struct wsk_arena *ar, uint64_t initial_chunk, wsk_region_obtain_fn obtain, void *ctx);
@@ -155,6 +158,10 @@ uint64_t wsk_arena_chunk_size(const struct wsk_arena *ar, void *ptr);
 /* Gives every region to release (if not NULL) and frees the bookkeeping; stats stay (with
  * nothing in use), and a later request starts from a first region again. */
 void wsk_arena_destroy(struct wsk_arena *ar, wsk_region_release_fn release, void *ctx);
+/* From now on the arena describes itself through the NVTX memory extension (nvToolsExtMem.h),
+ * in the NVTX domain of that name: each region is a sub-allocator heap, each chunk handed out a
+ * region of the requested size, as a pooling allocator that annotates itself does. */
+void wsk_arena_annotate(struct wsk_arena *ar, const char *domain);
 
 struct ws_live {
     void *ptr;
