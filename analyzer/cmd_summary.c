@@ -13,6 +13,9 @@ struct trace_counts {
     int64_t threads, launches, alloc_calls, failed_calls, shape_keys;
     int64_t lost_records; /* -1 when the trace does not say */
     int64_t l1_nodes, l2_nodes, nodes;
+    /* NVTX (schema version 2; 0 in older traces) */
+    int64_t domains, unbalanced_pops, unmatched_ends;
+    int64_t heaps, heap_peak_bytes, regions, region_peak_bytes;
 };
 
 struct summary_options {
@@ -25,7 +28,9 @@ static void summary_usage(FILE *out)
     fprintf(out, "usage: wstrace summary TRACE [--json] [--top N]\n\n"
                  "Runs, nodes, threads, device allocation calls, peak live device bytes, the nodes with the\n"
                  "most workspace and activation bytes, lost records, and how many nodes carry Level-1\n"
-                 "estimates and Level-2 declarations.  Reads the trace only.\n\n"
+                 "estimates and Level-2 declarations; with NVTX, its domains, pops and range ends that\n"
+                 "closed nothing, and the heaps and regions of its memory extension with their peak\n"
+                 "bytes.  Reads the trace only.\n\n"
                  "  --json     print JSON instead of text\n"
                  "  --top N    list N nodes in each ranking (default 10)\n"
                  "  --help     show this help\n");
@@ -75,6 +80,44 @@ static int query_counts(sqlite3 *db, int64_t *a, int64_t *b, const char *sql)
     return rc;
 }
 
+static int has_table(sqlite3 *db, const char *name)
+{
+    sqlite3_stmt *st = NULL;
+    int found = 0;
+    if (sqlite3_prepare_v2(db, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?1", -1, &st, NULL) ==
+        SQLITE_OK) {
+        sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+        found = sqlite3_step(st) == SQLITE_ROW;
+    }
+    sqlite3_finalize(st);
+    return found;
+}
+
+/* Peak over time of the bytes of intervals [start, end) (an interval ending with another's start
+ * still counts with it, as in the live_bytes view). */
+#define PEAK_SQL(start, end, bytes, from)                                                                              \
+    "WITH ev AS (SELECT " start " AS ns, 0 AS ord, " bytes " AS d FROM " from " UNION ALL SELECT " end ", 1, -" bytes  \
+    " FROM " from " AND " end " IS NOT NULL) SELECT COUNT(*) FILTER (WHERE ord = 0), COALESCE(MAX(s), 0) FROM "        \
+    "(SELECT ord, SUM(d) OVER (ORDER BY ns, ord ROWS UNBOUNDED PRECEDING) AS s FROM ev)"
+
+static int count_nvtx(sqlite3 *db, struct trace_counts *tc)
+{
+    if (query_counts(db, &tc->domains, NULL, "SELECT COUNT(*) FROM domains WHERE id <> 0") != 0)
+        return -1;
+    if (!has_table(db, "range_errors") || !has_table(db, "memory_heaps"))
+        return 0; /* schema version 1 */
+    return query_counts(db, &tc->unbalanced_pops, &tc->unmatched_ends,
+                        "SELECT COUNT(*) FILTER (WHERE kind = 'pop'), COUNT(*) FILTER (WHERE kind = 'end')"
+                        " FROM range_errors") != 0 ||
+                   query_counts(db, &tc->heaps, &tc->heap_peak_bytes,
+                                PEAK_SQL("register_ns", "end_ns", "COALESCE(bytes, 0)", "memory_heaps WHERE 1")) != 0 ||
+                   query_counts(db, &tc->regions, &tc->region_peak_bytes,
+                                PEAK_SQL("alloc_ns", "free_ns", "bytes",
+                                         "allocations WHERE memory = 'region' AND status = 0")) != 0
+               ? -1
+               : 0;
+}
+
 static int count_trace(sqlite3 *db, const struct ws_analysis *an, struct trace_counts *tc)
 {
     memset(tc, 0, sizeof *tc);
@@ -83,7 +126,8 @@ static int count_trace(sqlite3 *db, const struct ws_analysis *an, struct trace_c
         query_counts(db, &tc->alloc_calls, &tc->failed_calls,
                      "SELECT COUNT(*), COALESCE(SUM(status <> 0), 0) FROM allocations"
                      " WHERE memory IN ('device', 'managed')") != 0 ||
-        query_counts(db, &tc->shape_keys, NULL, "SELECT COUNT(DISTINCT shape_key_id) FROM runs") != 0)
+        query_counts(db, &tc->shape_keys, NULL, "SELECT COUNT(DISTINCT shape_key_id) FROM runs") != 0 ||
+        count_nvtx(db, tc) != 0)
         return -1;
     tc->lost_records = -1;
     if (query_counts(db, &tc->lost_records, NULL,
@@ -171,6 +215,15 @@ static int print_json(const struct summary_options *o, const struct ws_analysis 
         "top_workspace_nodes", ranking_json(an, 0, o->top, order), "top_activation_nodes",
         ranking_json(an, 1, o->top, order), "level1_coverage", "nodes", (json_int_t)tc->l1_nodes, "of",
         (json_int_t)tc->nodes, "level2_coverage", "nodes", (json_int_t)tc->l2_nodes, "of", (json_int_t)tc->nodes);
+    json_t *nvtx = json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "domains", (json_int_t)tc->domains,
+                             "unbalanced_pops", (json_int_t)tc->unbalanced_pops, "unmatched_range_ends",
+                             (json_int_t)tc->unmatched_ends, "memory_heaps", (json_int_t)tc->heaps,
+                             "memory_heaps_peak_bytes", (json_int_t)tc->heap_peak_bytes, "memory_regions",
+                             (json_int_t)tc->regions, "memory_regions_peak_bytes", (json_int_t)tc->region_peak_bytes);
+    if (root && json_object_set_new(root, "nvtx", nvtx) != 0) {
+        json_decref(root);
+        root = NULL;
+    }
     return ws_json_print(root, stdout);
 }
 
@@ -220,6 +273,19 @@ static int print_text(const struct summary_options *o, const struct ws_analysis 
            ws_format_share(tc->l1_nodes, tc->nodes, share, sizeof share));
     printf("Level-2 declarations     %lld of %lld nodes (%s)\n", (long long)tc->l2_nodes, (long long)tc->nodes,
            ws_format_share(tc->l2_nodes, tc->nodes, share, sizeof share));
+    /* NVTX, where the trace has something to say about it */
+    if (tc->domains)
+        printf("NVTX domains             %lld\n", (long long)tc->domains + 1); /* with the default domain */
+    if (tc->unbalanced_pops)
+        printf("unbalanced NVTX pops     %lld\n", (long long)tc->unbalanced_pops);
+    if (tc->unmatched_ends)
+        printf("unmatched range ends     %lld\n", (long long)tc->unmatched_ends);
+    if (tc->heaps || tc->regions) {
+        printf("NVTX heaps               %lld, peak %s (%lld)\n", (long long)tc->heaps,
+               ws_format_bytes(tc->heap_peak_bytes, b, sizeof b), (long long)tc->heap_peak_bytes);
+        printf("NVTX regions             %lld, peak %s (%lld)\n", (long long)tc->regions,
+               ws_format_bytes(tc->region_peak_bytes, b, sizeof b), (long long)tc->region_peak_bytes);
+    }
     printf("\nallocations by class:\n");
     for (int c = 0; c < WS_CLASS_COUNT; c++)
         printf("  %-13s %10lld  %s\n", ws_class_name(c), (long long)an->class_count[c],
