@@ -471,3 +471,50 @@ Test(nvtx, nvtx_mem_needs_the_arena)
     cr_expect(strstr(r.err, "--nvtx-mem needs --alloc arena") != NULL, "%s", r.err);
     tu_result_free(&r);
 }
+
+/* ---- schema/README.md: the NVTX example queries on traces that hold NVTX data ------------------ */
+
+/* The SQL of the example whose title line starts with title, run on trace: its row count. */
+static int example_rows(const char *title, const char *trace)
+{
+    size_t len;
+    char *doc = tu_read_file(WS_SOURCE_DIR "/schema/README.md", &len);
+    char *at = strstr(doc, title);
+    cr_assert_not_null(at, "schema/README.md has no example '%s'", title);
+    char *sql = strstr(at, "```sql\n");
+    cr_assert_not_null(sql);
+    sql += 7;
+    char *end = strstr(sql, "```");
+    cr_assert_not_null(end);
+    *end = 0;
+    sqlite3 *db = tu_open(trace);
+    sqlite3_stmt *st = NULL;
+    cr_assert_eq(sqlite3_prepare_v2(db, sql, -1, &st, NULL), SQLITE_OK, "%s: %s", title, sqlite3_errmsg(db));
+    int rows = 0, rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+        rows++;
+    cr_expect_eq(rc, SQLITE_DONE, "%s: %s", title, sqlite3_errmsg(db));
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    free(doc);
+    return rows;
+}
+
+Test(nvtx, schema_readme_nvtx_examples_on_nvtx_traces)
+{
+    char attributes[512], memory[512], domains[512];
+    tu_path(attributes, sizeof attributes, "ex-attributes.db");
+    tu_path(memory, sizeof memory, "ex-memory.db");
+    tu_path(domains, sizeof domains, "ex-domains.db");
+    struct tu_result r;
+    run_ok(&r, attributes, ARGV(NVTX_PROG, "attributes"));
+    long long ranges = tu_kv(r.out, "attribute_ranges");
+    tu_result_free(&r);
+    run_ok(&r, memory, ARGV(NVTX_PROG, "memory"));
+    tu_result_free(&r);
+    run_ok(&r, domains, ARGV(NVTX_PROG, "domains"));
+    tu_result_free(&r);
+    cr_expect_eq(example_rows("NVTX ranges with their category names", attributes), ranges);
+    cr_expect_eq(example_rows("Memory held from CUDA next to memory in use", memory), 2); /* two heaps */
+    cr_expect_eq(example_rows("Pops that closed nothing, per domain", domains), 3);       /* X, Y, default */
+}
