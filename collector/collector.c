@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "process_row.h"
 #include "spool_reader.h"
 #include "tracedb.h"
 #include "u64map.h"
@@ -1372,6 +1373,30 @@ static int flush_open(struct collector *c)
     return 0;
 }
 
+/* The one process of a collected trace (schema/README.md, processes): identity from the
+ * environment of the process that collects, which is the traced process itself at exit and
+ * `wstrace record` (same environment) when it recovers a spool. */
+static int write_process(struct collector *c, const char *spool_path, uint64_t lost, uint64_t end_ns)
+{
+    const struct ws_spool_header *h = c->spool.hdr;
+    struct ws_process_row p;
+    char host[256], boot[64];
+    ws_process_row_init(&p, 1, "tracer");
+    ws_process_row_identify(&p, host, sizeof host, boot, sizeof boot);
+    p.pid = (int64_t)h->pid;
+    p.ppid = (int64_t)h->ppid;
+    p.origin = spool_path;
+    p.command_line = c->command_line_id > 0 ? c->string_values[c->command_line_id - 1] : NULL;
+    p.start_ns = (int64_t)h->start_ns;
+    p.end_ns = end_ns ? (int64_t)end_ns : WS_UNKNOWN;
+    p.start_time_unix_ns = (int64_t)h->start_realtime_ns;
+    p.clean_exit = end_ns != 0;
+    p.lost_records = (int64_t)lost;
+    if (ws_process_row_write(c->db, &p) != 0 || ws_tracedb_meta_text(c->db, "source", "tracer") != 0)
+        return -1;
+    return boot[0] ? ws_tracedb_meta_text(c->db, "clock", boot) : 0;
+}
+
 static int write_meta(struct collector *c, const char *spool_path)
 {
     const struct ws_spool_header *h = c->spool.hdr;
@@ -1414,6 +1439,8 @@ static int write_meta(struct collector *c, const char *spool_path)
         ws_tracedb_meta_int(db, "collected_unix_ns", (long long)now.tv_sec * 1000000000ll + now.tv_nsec);
     if (end_ns)
         rc |= ws_tracedb_meta_int(db, "end_ns", (long long)end_ns);
+    if (rc == 0)
+        rc = write_process(c, spool_path, lost, end_ns);
     return rc ? fail(c, "cannot write meta") : 0;
 }
 

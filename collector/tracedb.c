@@ -180,3 +180,28 @@ static int meta_set(sqlite3 *db, const char *key, const char *text, long long nu
 
 int ws_tracedb_meta_text(sqlite3 *db, const char *key, const char *value) { return meta_set(db, key, value, 0, 1); }
 int ws_tracedb_meta_int(sqlite3 *db, const char *key, long long value) { return meta_set(db, key, NULL, value, 0); }
+
+int ws_tracedb_has_column(sqlite3 *db, const char *table, const char *column)
+{
+    sqlite3_stmt *st = NULL;
+    int found = 0;
+    if (sqlite3_prepare_v2(db, "SELECT 1 FROM pragma_table_info(?1) WHERE name = ?2", -1, &st, NULL) == SQLITE_OK) {
+        sqlite3_bind_text(st, 1, table, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 2, column, -1, SQLITE_STATIC);
+        found = sqlite3_step(st) == SQLITE_ROW;
+    }
+    sqlite3_finalize(st);
+    return found;
+}
+
+int64_t ws_tracedb_process_count(sqlite3 *db)
+{
+    sqlite3_stmt *st = NULL;
+    int64_t n = 1;
+    if (table_exists(db, "processes") &&
+        sqlite3_prepare_v2(db, "SELECT COUNT(*) FROM processes", -1, &st, NULL) == SQLITE_OK &&
+        sqlite3_step(st) == SQLITE_ROW)
+        n = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    return n < 1 ? 1 : n;
+}

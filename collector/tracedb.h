@@ -6,6 +6,7 @@
 #define WS_TRACEDB_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <sqlite3.h>
 
 enum ws_tracedb_mode {
@@ -31,6 +32,12 @@ int ws_tracedb_meta_int(sqlite3 *db, const char *key, long long value);
 
 /* Run SQL text (no parameters) and report the first error in err. */
 int ws_tracedb_exec(sqlite3 *db, const char *sql, char *err, size_t errlen);
+
+/* 1 when table has a column of that name (traces of older schema versions lack newer ones). */
+int ws_tracedb_has_column(sqlite3 *db, const char *table, const char *column);
+
+/* Rows of the processes table: 1 for a trace of schema version 1, which has none. */
+int64_t ws_tracedb_process_count(sqlite3 *db);
 
 extern const char ws_schema_sql[];   /* schema/schema.sql */
 extern const char ws_analysis_sql[]; /* schema/analysis.sql: result tables of the analysis commands */

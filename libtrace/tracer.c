@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "collector.h"
+#include "identity.h"
 #include "version.h"
 
 WS_TLS struct ws_thread ws_self;
@@ -197,6 +198,14 @@ static int read_config(void)
     const char *out = getenv("WSTRACE_OUTPUT");
     if (!out || !*out)
         out = "wstrace.db";
+    /* A pattern names the rank's (or the pid's) own trace: see "Processes" in the README. */
+    char named[PATH_MAX], bad;
+    if (ws_expand_output_name(out, (long)getpid(), named, sizeof named, &bad) != 0) {
+        warn_line("WSTRACE_OUTPUT '%s' is not a usable name (%s); tracing is off for this process", out,
+                  bad ? "use %r, %l, %h, %p or %%" : "too long or a trailing %");
+        return -1;
+    }
+    out = named;
     /* Absolute, so that the trace lands where asked even after the program changes folder. */
     char cwd[PATH_MAX] = "";
     if (out[0] != '/' && !getcwd(cwd, sizeof cwd)) {

@@ -18,7 +18,8 @@ CREATE TABLE threads (
     os_tid   INTEGER NOT NULL,
     name_id  INTEGER REFERENCES strings(id),
     first_ns INTEGER,
-    last_ns  INTEGER
+    last_ns  INTEGER,
+    process_id INTEGER NOT NULL DEFAULT 1 REFERENCES processes(id) -- every row reaches its process here
 );
 
 CREATE TABLE domains (
@@ -122,7 +123,8 @@ CREATE TABLE registered_strings (        -- nvtxDomainRegisterString handles
     domain_id INTEGER NOT NULL,
     handle    INTEGER NOT NULL,
     string_id INTEGER NOT NULL REFERENCES strings(id),
-    PRIMARY KEY (domain_id, handle)
+    process_id INTEGER NOT NULL DEFAULT 1 REFERENCES processes(id), -- handles are per process
+    PRIMARY KEY (process_id, domain_id, handle)
 ) WITHOUT ROWID;
 
 -- NVTX: event attributes, category names, ends that closed nothing, and the memory extension
@@ -205,26 +207,78 @@ CREATE TABLE allocation_names (          -- nvtxMemRegionsName, and names given 
     category      INTEGER
 );
 
+-- Processes, ranks and provenance (version 2).  Every row of the tables above reaches its
+-- process through its thread (threads.process_id); a trace written by the tracer holds one
+-- process, id 1.  Imported and merged traces hold one row per process they bring in.
+CREATE TABLE processes (
+    id                 INTEGER PRIMARY KEY,
+    pid                INTEGER,
+    ppid               INTEGER,
+    host               TEXT,
+    boot_id            TEXT,             -- kernel boot id: equal ids share one CLOCK_MONOTONIC
+    rank               INTEGER,          -- RANK / OMPI_COMM_WORLD_RANK / PMI_RANK / SLURM_PROCID, MPI_RANKS
+    local_rank         INTEGER,
+    world_size         INTEGER,
+    source             TEXT NOT NULL,    -- how the rows were captured: 'tracer', 'nsys', 'torch-snapshot'
+    origin             TEXT,             -- file they were read from (spool, Nsight report, snapshot)
+    merged_from        TEXT,             -- trace a merge took them from; NULL when not merged
+    command_line       TEXT,
+    start_ns           INTEGER,          -- on this trace's timeline
+    end_ns             INTEGER,
+    start_time_unix_ns INTEGER,          -- wall clock at start_ns
+    clock_offset_ns    INTEGER NOT NULL DEFAULT 0, -- added to the process's own times to reach this timeline
+    clean_exit         INTEGER,
+    lost_records       INTEGER
+);
+
+CREATE TABLE process_meta (              -- the meta rows of each process a merge brought in
+    process_id INTEGER NOT NULL REFERENCES processes(id),
+    key        TEXT NOT NULL,
+    value,
+    PRIMARY KEY (process_id, key)
+) WITHOUT ROWID;
+
+CREATE TABLE stacks (                    -- call stacks (imported PyTorch frames), innermost frame at depth 0
+    id     INTEGER PRIMARY KEY,
+    frames INTEGER NOT NULL
+);
+
+CREATE TABLE stack_frames (
+    stack_id    INTEGER NOT NULL REFERENCES stacks(id),
+    depth       INTEGER NOT NULL,
+    function_id INTEGER REFERENCES strings(id),
+    file_id     INTEGER REFERENCES strings(id),
+    line        INTEGER,
+    PRIMARY KEY (stack_id, depth)
+) WITHOUT ROWID;
+
+CREATE TABLE allocation_stacks (         -- the stack that made an allocation, when the source recorded one
+    allocation_id INTEGER PRIMARY KEY REFERENCES allocations(id),
+    stack_id      INTEGER NOT NULL REFERENCES stacks(id)
+);
+
 
 -- Successful device-side allocations (device and managed memory) with names resolved.
 CREATE VIEW device_allocations AS
 SELECT a.id, a.api, a.memory, a.device, a.address, a.bytes, a.alloc_ns, a.free_ns,
-       a.thread_id, a.range_id, r.name AS node, a.run_id
+       a.thread_id, a.range_id, r.name AS node, a.run_id, t.process_id
 FROM allocations a
 LEFT JOIN (SELECT ranges.id, strings.value AS name FROM ranges JOIN strings ON strings.id = ranges.name_id) r
        ON r.id = a.range_id
+LEFT JOIN threads t ON t.id = a.thread_id
 WHERE a.status = 0 AND a.memory IN ('device', 'managed');
 
--- Live device bytes after every allocation and free, per device, in time order.
+-- Live device bytes after every allocation and free, per process and device, in time order.
 CREATE VIEW live_bytes AS
 WITH ev AS (
-    SELECT device, alloc_ns AS ns, 0 AS ord, id, bytes AS delta FROM device_allocations
+    SELECT process_id, device, alloc_ns AS ns, 0 AS ord, id, bytes AS delta FROM device_allocations
     UNION ALL
-    SELECT device, free_ns AS ns, 1 AS ord, id, -bytes AS delta FROM device_allocations
+    SELECT process_id, device, free_ns AS ns, 1 AS ord, id, -bytes AS delta FROM device_allocations
     WHERE free_ns IS NOT NULL
 )
 SELECT device, ns, delta,
-       SUM(delta) OVER (PARTITION BY device ORDER BY ns, ord, id ROWS UNBOUNDED PRECEDING) AS live_bytes
+       SUM(delta) OVER (PARTITION BY process_id, device ORDER BY ns, ord, id ROWS UNBOUNDED PRECEDING) AS live_bytes,
+       process_id
 FROM ev;
 
 -- Per node name: allocation calls, bytes, and kernel launches.

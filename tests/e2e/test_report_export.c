@@ -108,7 +108,7 @@ static const char baseline_sql[] =
     "INSERT INTO meta(key, value) VALUES ('command_line', 'wsk --alloc dynamic'), ('output_checksum', 'abc123');"
     "INSERT INTO strings(id, value) VALUES (1, 'main'), (2, '/model/a'), (3, '/model/b'), (4, 'kern_a'),"
     " (5, '/model/c'), (6, 'span');"
-    "INSERT INTO threads VALUES (1, 100, 1, 1000, 100000), (2, 101, NULL, 1500, 60000);"
+    "INSERT INTO threads(id, os_tid, name_id, first_ns, last_ns) VALUES (1, 100, 1, 1000, 100000), (2, 101, NULL, 1500, 60000);"
     "INSERT INTO runs VALUES (1, 1, NULL, 1000, 50000), (2, 1, NULL, 50000, 100000);"
     "INSERT INTO ranges VALUES (1, 1, 1, 2, 0, 'push', 'nvtx', NULL, 0, 1, 2000, 5000),"
     " (2, 1, 1, 3, 0, 'push', 'nvtx', NULL, 0, 1, 5000, 9000),"
@@ -147,7 +147,7 @@ static const char baseline_results_sql[] =
 static const char candidate_sql[] =
     "INSERT INTO meta(key, value) VALUES ('output_checksum', 'abc123'), ('plan_fallbacks', 0);"
     "INSERT INTO strings(id, value) VALUES (1, 'main'), (2, '/model/a'), (3, '/model/b'), (4, '/model/d');"
-    "INSERT INTO threads VALUES (1, 100, 1, 1000, 90000);"
+    "INSERT INTO threads(id, os_tid, name_id, first_ns, last_ns) VALUES (1, 100, 1, 1000, 90000);"
     "INSERT INTO runs VALUES (1, 1, NULL, 1000, 40000), (2, 1, NULL, 40000, 90000);"
     "INSERT INTO ranges VALUES (1, 1, 1, 2, 0, 'push', 'nvtx', NULL, 0, 1, 2000, 4000);"
     "INSERT INTO allocations VALUES"
@@ -485,7 +485,7 @@ Test(export, invalid_utf8_names_are_replaced)
 {
     const char *trace = in_dir("utf8.wst");
     make_trace(trace, "INSERT INTO strings VALUES (1, CAST(X'2F6E6F6465FF41' AS TEXT));"
-                      "INSERT INTO threads VALUES (1, 7, NULL, 0, 1000);"
+                      "INSERT INTO threads(id, os_tid, name_id, first_ns, last_ns) VALUES (1, 7, NULL, 0, 1000);"
                       "INSERT INTO ranges VALUES (1, 1, 1, 1, 0, 'push', 'nvtx', NULL, 0, NULL, 0, 500);");
     json_t *events = export_events(trace, NULL);
     size_t i;
