@@ -349,16 +349,23 @@ static void classify(const struct ws_analysis *an, struct ws_lifetime *a)
  * allocations, and the allocations holding heaps or regions (their containers) are not, so no
  * byte is counted twice.  Regions of host memory are left out like host allocations.
  */
-static const char allocations_sql[] =
-    "SELECT id, bytes, alloc_ns, free_ns, range_id, free_range_id, run_id, device"
-    " FROM allocations WHERE status = 0 AND memory IN ('device', 'managed') ORDER BY id";
-static const char allocations_and_regions_sql[] =
-    "SELECT id, bytes, alloc_ns, free_ns, range_id, free_range_id, run_id, device FROM allocations"
-    " WHERE status = 0 AND (memory IN ('device', 'managed') OR (memory = 'region' AND id NOT IN"
-    "   (SELECT allocation_id FROM memory_regions WHERE memory = 'host')))"
-    " AND id NOT IN (SELECT allocation_id FROM memory_heaps WHERE allocation_id IS NOT NULL"
-    "   UNION SELECT container_id FROM memory_regions WHERE container_id IS NOT NULL)"
-    " ORDER BY id";
+/* The last column is the process: 1 in a trace of one process, else the thread's (a rowid
+ * lookup), so that live bytes of two processes never mix. */
+#define ALLOCATION_COLUMNS "SELECT id, bytes, alloc_ns, free_ns, range_id, free_range_id, run_id, device, "
+#define ONE_PROCESS        "1"
+#define THREAD_PROCESS     "COALESCE((SELECT t.process_id FROM threads t WHERE t.id = allocations.thread_id), 1)"
+#define DEVICE_MEMORY      " FROM allocations WHERE status = 0 AND memory IN ('device', 'managed') ORDER BY id"
+#define DEVICE_AND_REGIONS                                                                                             \
+    " FROM allocations"                                                                                                \
+    " WHERE status = 0 AND (memory IN ('device', 'managed') OR (memory = 'region' AND id NOT IN"                       \
+    "   (SELECT allocation_id FROM memory_regions WHERE memory = 'host')))"                                            \
+    " AND id NOT IN (SELECT allocation_id FROM memory_heaps WHERE allocation_id IS NOT NULL"                           \
+    "   UNION SELECT container_id FROM memory_regions WHERE container_id IS NOT NULL)"                                 \
+    " ORDER BY id"
+static const char allocations_sql[] = ALLOCATION_COLUMNS ONE_PROCESS DEVICE_MEMORY;
+static const char allocations_and_regions_sql[] = ALLOCATION_COLUMNS ONE_PROCESS DEVICE_AND_REGIONS;
+static const char allocations_processes_sql[] = ALLOCATION_COLUMNS THREAD_PROCESS DEVICE_MEMORY;
+static const char allocations_and_regions_processes_sql[] = ALLOCATION_COLUMNS THREAD_PROCESS DEVICE_AND_REGIONS;
 
 static int load_allocations(sqlite3 *db, struct ws_analysis *an, char *err, size_t errlen)
 {
@@ -374,7 +381,10 @@ static int load_allocations(sqlite3 *db, struct ws_analysis *an, char *err, size
     regions = sqlite3_column_int(st, 0);
     sqlite3_finalize(st);
     st = NULL;
-    if (sqlite3_prepare_v2(db, regions ? allocations_and_regions_sql : allocations_sql, -1, &st, NULL) != SQLITE_OK)
+    an->processes = ws_tracedb_process_count(db);
+    const char *sql = an->processes > 1 ? (regions ? allocations_and_regions_processes_sql : allocations_processes_sql)
+                                        : (regions ? allocations_and_regions_sql : allocations_sql);
+    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
         goto done;
     while ((step = sqlite3_step(st)) == SQLITE_ROW) {
         if (grow(&an->allocs, &cap, an->nallocs, sizeof *an->allocs) != 0 || an->nallocs >= INT32_MAX / 2) {
@@ -396,6 +406,7 @@ static int load_allocations(sqlite3 *db, struct ws_analysis *an, char *err, size
         else
             a->run = sqlite3_column_type(st, 6) == SQLITE_NULL ? -1 : run_index(an, sqlite3_column_int64(st, 6));
         a->device = sqlite3_column_int(st, 7);
+        a->process = sqlite3_column_int(st, 8);
         classify(an, a);
         an->class_count[a->cls]++;
         an->class_bytes[a->cls] += a->bytes;
@@ -461,14 +472,15 @@ static int event_cmp(const void *a, const void *b)
     return x->alloc < y->alloc ? -1 : x->alloc > y->alloc;
 }
 
-static struct ws_device_peak *device_slot(struct ws_analysis *an, int32_t device, size_t *cap)
+static struct ws_device_peak *device_slot(struct ws_analysis *an, int32_t process, int32_t device, size_t *cap)
 {
     for (size_t i = 0; i < an->ndevices; i++)
-        if (an->devices[i].device == device)
+        if (an->devices[i].device == device && an->devices[i].process == process)
             return &an->devices[i];
     if (grow(&an->devices, cap, an->ndevices, sizeof *an->devices) != 0)
         return NULL;
     struct ws_device_peak *d = &an->devices[an->ndevices++];
+    d->process = process;
     d->device = device;
     d->live = d->peak = 0;
     return d;
@@ -483,7 +495,7 @@ struct sweep_state {
 static int sweep_event(struct ws_analysis *an, struct sweep_state *s, const struct event *e)
 {
     struct ws_lifetime *a = &an->allocs[e->alloc];
-    struct ws_device_peak *dev = device_slot(an, a->device, &s->device_cap);
+    struct ws_device_peak *dev = device_slot(an, a->process, a->device, &s->device_cap);
     if (!dev)
         return -1;
     int workspace = a->cls == WS_CLASS_WORKSPACE;

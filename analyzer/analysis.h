@@ -48,9 +48,10 @@ struct ws_lifetime {                                 /* one successful device or
     int64_t allocation_id, bytes, alloc_ns, free_ns; /* free_ns = WS_NS_NEVER when never freed */
     int32_t range, free_range;                       /* indices into ranges, -1 when none */
     int32_t run, node, device;                       /* run/node indices, -1 when none */
-    int32_t alloc_step, free_step, slot;             /* -1 = NULL in the lifetimes table */
-    int32_t alloc_seq, start_event, end_event;       /* -1 = NULL */
-    uint8_t cls;                                     /* enum ws_class */
+    int32_t process;                           /* processes.id of the allocating thread (1 in one-process traces) */
+    int32_t alloc_step, free_step, slot;       /* -1 = NULL in the lifetimes table */
+    int32_t alloc_seq, start_event, end_event; /* -1 = NULL */
+    uint8_t cls;                               /* enum ws_class */
 };
 
 struct ws_decl { /* one row of the declarations table */
@@ -59,8 +60,8 @@ struct ws_decl { /* one row of the declarations table */
     int64_t slot, bytes;
 };
 
-struct ws_device_peak {
-    int32_t device;
+struct ws_device_peak { /* live bytes are per process and device: processes never share them */
+    int32_t process, device;
     int64_t live, peak;
 };
 
@@ -79,7 +80,8 @@ struct ws_analysis {
     size_t ndecls;
     struct ws_device_peak *devices;
     size_t ndevices;
-    int64_t peak_live_bytes; /* maximum over devices of the peak of live bytes */
+    int64_t peak_live_bytes; /* maximum over processes and devices of the peak of live bytes */
+    int64_t processes;       /* rows of the processes table (1 when the trace has none) */
     int64_t class_count[WS_CLASS_COUNT], class_bytes[WS_CLASS_COUNT];
 };
 

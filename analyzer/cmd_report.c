@@ -219,12 +219,24 @@ static const char peaks_sql[] =
     " SELECT device, MAX(live) FROM (SELECT device, SUM(delta) OVER (PARTITION BY device ORDER BY ns, ord, id"
     "  ROWS UNBOUNDED PRECEDING) AS live FROM ev) GROUP BY device ORDER BY device";
 
+/* The same for a trace of several processes: live bytes run per process and device (a device's
+ * figure is then the largest process's peak on it, never a sum across processes). */
+static const char process_peaks_sql[] =
+    "WITH da AS (SELECT a.id, COALESCE(t.process_id, 1) AS process, a.device, a.bytes, a.alloc_ns, a.free_ns"
+    "  FROM allocations a LEFT JOIN threads t ON t.id = a.thread_id"
+    "  WHERE a.status = 0 AND a.memory IN ('device', 'managed')),"
+    " ev AS (SELECT process, device, alloc_ns AS ns, 0 AS ord, id, bytes AS delta FROM da"
+    "  UNION ALL SELECT process, device, free_ns, 1, id, -bytes FROM da WHERE free_ns IS NOT NULL)"
+    " SELECT device, MAX(live) FROM (SELECT device, SUM(delta) OVER (PARTITION BY process, device"
+    "  ORDER BY ns, ord, id ROWS UNBOUNDED PRECEDING) AS live FROM ev) GROUP BY device ORDER BY device";
+
 static int read_peaks(struct reader *r, struct trace_facts *f)
 {
     sqlite3_stmt *st = NULL;
     size_t cap = 0;
     int rc = -1, step;
-    if (sqlite3_prepare_v2(r->db, peaks_sql, -1, &st, NULL) != SQLITE_OK) {
+    const char *sql = ws_tracedb_process_count(r->db) > 1 ? process_peaks_sql : peaks_sql;
+    if (sqlite3_prepare_v2(r->db, sql, -1, &st, NULL) != SQLITE_OK) {
         read_fail(r);
         goto done;
     }

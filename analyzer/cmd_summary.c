@@ -6,6 +6,7 @@
 
 #include "analysis.h"
 #include "commands.h"
+#include "import.h"
 #include "output.h"
 #include "tracedb.h"
 
@@ -23,6 +24,12 @@ struct summary_options {
     int json, top;
 };
 
+/* What summary says of where the rows came from and of each process (rank) of the trace. */
+struct summary_processes {
+    char source[320];
+    struct ws_processes p;
+};
+
 static void summary_usage(FILE *out)
 {
     fprintf(out, "usage: wstrace summary TRACE [--json] [--top N]\n\n"
@@ -30,7 +37,9 @@ static void summary_usage(FILE *out)
                  "most workspace and activation bytes, lost records, and how many nodes carry Level-1\n"
                  "estimates and Level-2 declarations; with NVTX, its domains, pops and range ends that\n"
                  "closed nothing, and the heaps and regions of its memory extension with their peak\n"
-                 "bytes.  Reads the trace only.\n\n"
+                 "bytes.  Says where the rows came from (tracer, nsys, torch-snapshot, merge); a trace of\n"
+                 "several processes also gets one line per process (rank), the largest one and the\n"
+                 "spread of their peaks.  Reads the trace only.\n\n"
                  "  --json     print JSON instead of text\n"
                  "  --top N    list N nodes in each ranking (default 10)\n"
                  "  --help     show this help\n");
@@ -194,8 +203,48 @@ static json_t *ranking_json(const struct ws_analysis *an, int by_output, int top
     return list;
 }
 
+static json_t *processes_json(const struct ws_processes *p)
+{
+    json_t *list = json_array();
+    for (size_t i = 0; list && i < p->count; i++) {
+        const struct ws_process_facts *f = &p->items[i];
+        json_t *row = json_pack("{s:I, s:s, s:o, s:o, s:s, s:s, s:I, s:I, s:I, s:I}", "id", (json_int_t)f->id, "label",
+                                f->label, "rank", f->rank == WS_UNKNOWN ? json_null() : json_integer(f->rank), "pid",
+                                f->pid == WS_UNKNOWN ? json_null() : json_integer(f->pid), "host", f->host, "source",
+                                f->source, "peak_live_device_bytes", (json_int_t)f->peak_bytes,
+                                "device_allocation_calls", (json_int_t)f->allocation_calls, "failed_allocation_calls",
+                                (json_int_t)f->failed_calls, "kernel_launches", (json_int_t)f->launches);
+        if (json_array_append_new(list, row) != 0) {
+            json_decref(list);
+            return NULL;
+        }
+    }
+    return list;
+}
+
+static int add_processes_json(json_t *root, const struct summary_processes *sp)
+{
+    const struct ws_processes *p = &sp->p;
+    const struct ws_process_facts *big = &p->items[p->largest], *small = &p->items[p->smallest];
+    if (!root || json_object_set_new(root, "source", json_string(sp->source)) != 0 ||
+        json_object_set_new(root, "process_count", json_integer((json_int_t)p->count)) != 0)
+        return -1;
+    if (p->count < 2)
+        return 0;
+    return json_object_set_new(root, "processes", processes_json(p)) |
+           json_object_set_new(
+               root, "largest_process",
+               json_pack("{s:s, s:I}", "label", big->label, "peak_live_device_bytes", (json_int_t)big->peak_bytes)) |
+           json_object_set_new(
+               root, "peak_spread",
+               json_pack("{s:I, s:s, s:s, s:o}", "bytes", (json_int_t)(big->peak_bytes - small->peak_bytes), "smallest",
+                         small->label, "largest", big->label, "ratio",
+                         small->peak_bytes > 0 ? json_real((double)big->peak_bytes / (double)small->peak_bytes)
+                                               : json_null()));
+}
+
 static int print_json(const struct summary_options *o, const struct ws_analysis *an, const struct trace_counts *tc,
-                      int32_t *order)
+                      int32_t *order, const struct summary_processes *sp)
 {
     json_t *classes = json_object();
     for (int c = 0; classes && c < WS_CLASS_COUNT; c++)
@@ -224,6 +273,10 @@ static int print_json(const struct summary_options *o, const struct ws_analysis 
         json_decref(root);
         root = NULL;
     }
+    if (root && add_processes_json(root, sp) != 0) {
+        json_decref(root);
+        return -1;
+    }
     return ws_json_print(root, stdout);
 }
 
@@ -251,11 +304,47 @@ static int print_ranking(const struct ws_analysis *an, int by_output, int top, i
     return rc;
 }
 
+static int print_processes(const struct ws_processes *p)
+{
+    static const char *const headers[] = {"PROCESS", "HOST", "PID", "SOURCE", "PEAK", "ALLOC CALLS", "LAUNCHES"};
+    struct ws_table t;
+    char pid[32], peak[48], b[32], calls[32], launches[32];
+    int rc = 0;
+    printf("\nper process (peak live device bytes over its devices):\n");
+    ws_table_init(&t, 7, headers, "llrlrrr");
+    for (size_t i = 0; i < p->count && rc == 0; i++) {
+        const struct ws_process_facts *f = &p->items[i];
+        snprintf(pid, sizeof pid, f->pid == WS_UNKNOWN ? "-" : "%lld", (long long)f->pid);
+        snprintf(peak, sizeof peak, "%s", ws_format_bytes(f->peak_bytes, b, sizeof b));
+        snprintf(calls, sizeof calls, "%lld", (long long)f->allocation_calls);
+        snprintf(launches, sizeof launches, "%lld", (long long)f->launches);
+        const char *row[] = {f->label, f->host[0] ? f->host : "-", pid, f->source, peak, calls, launches};
+        rc = ws_table_add(&t, row);
+    }
+    if (rc == 0)
+        ws_table_print(&t, stdout);
+    ws_table_free(&t);
+    const struct ws_process_facts *big = &p->items[p->largest], *small = &p->items[p->smallest];
+    char s1[32], s2[32];
+    printf("largest                  %s: %s (%lld)\n", big->label, ws_format_bytes(big->peak_bytes, s1, sizeof s1),
+           (long long)big->peak_bytes);
+    printf("spread                   %s (%lld) from %s to %s",
+           ws_format_bytes(big->peak_bytes - small->peak_bytes, s2, sizeof s2),
+           (long long)(big->peak_bytes - small->peak_bytes), small->label, big->label);
+    if (small->peak_bytes > 0)
+        printf(", largest/smallest %.3f", (double)big->peak_bytes / (double)small->peak_bytes);
+    printf("\n");
+    return rc;
+}
+
 static int print_text(const struct summary_options *o, const struct ws_analysis *an, const struct trace_counts *tc,
-                      int32_t *order)
+                      int32_t *order, const struct summary_processes *sp)
 {
     char b[32], share[32];
     printf("trace                    %s\n", o->trace);
+    printf("source                   %s\n", sp->source);
+    if (sp->p.count > 1)
+        printf("processes                %zu\n", sp->p.count);
     printf("runs                     %zu%s\n", an->nruns,
            an->runs_synthesized ? " (no run markers: outermost ranges)" : "");
     printf("shape keys               %lld\n", (long long)tc->shape_keys);
@@ -292,7 +381,7 @@ static int print_text(const struct summary_options *o, const struct ws_analysis 
                ws_format_bytes(an->class_bytes[c], b, sizeof b));
     if (print_ranking(an, 0, o->top, order) != 0 || print_ranking(an, 1, o->top, order) != 0)
         return -1;
-    return 0;
+    return sp->p.count > 1 ? print_processes(&sp->p) : 0;
 }
 
 int cmd_summary(int argc, char **argv)
@@ -300,6 +389,7 @@ int cmd_summary(int argc, char **argv)
     struct summary_options o = {0};
     struct ws_analysis an;
     struct trace_counts tc;
+    struct summary_processes sp;
     sqlite3 *db = NULL;
     int32_t *order = NULL;
     char err[1024];
@@ -311,18 +401,25 @@ int cmd_summary(int argc, char **argv)
         return WS_EXIT_USAGE;
     }
     rc = WS_EXIT_USAGE;
+    memset(&sp, 0, sizeof sp);
     order = malloc((an.nnodes + 1) * sizeof *order);
     if (!order || count_trace(db, &an, &tc) != 0) {
         ws_error("%s: cannot read the trace: %s", o.trace, order ? sqlite3_errmsg(db) : "out of memory");
         goto out;
     }
-    if ((o.json ? print_json(&o, &an, &tc, order) : print_text(&o, &an, &tc, order)) != 0) {
+    ws_trace_source(db, sp.source, sizeof sp.source);
+    if (ws_processes_load(db, &an, &sp.p, err, sizeof err) != 0) {
+        ws_error("%s: %s", o.trace, err);
+        goto out;
+    }
+    if ((o.json ? print_json(&o, &an, &tc, order, &sp) : print_text(&o, &an, &tc, order, &sp)) != 0) {
         ws_error("summary: cannot print the summary");
         goto out;
     }
     rc = WS_EXIT_OK;
 out:
     free(order);
+    ws_processes_free(&sp.p);
     ws_analysis_free(&an);
     sqlite3_close(db);
     return rc;

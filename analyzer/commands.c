@@ -15,6 +15,8 @@ const struct ws_command ws_commands[] = {
     {"plan", cmd_plan, WS_CMD_TRACE_INPUT, "static memory layout per shape key, or for a CSV problem"},
     {"report", cmd_report, WS_CMD_TRACE_INPUT, "compare two traces: peak bytes, allocation calls, nodes, parity"},
     {"export", cmd_export, WS_CMD_TRACE_INPUT, "write a trace as Chrome/Perfetto trace-event JSON"},
+    {"import", cmd_import, 0, "write a trace from an Nsight Systems export or a PyTorch memory snapshot"},
+    {"merge", cmd_merge, 0, "merge the traces of several processes (ranks) into one"},
 };
 
 const unsigned ws_command_count = sizeof(ws_commands) / sizeof(ws_commands[0]);

@@ -32,6 +32,8 @@ WS_COMMAND(verify);
 WS_COMMAND(plan);
 WS_COMMAND(report);
 WS_COMMAND(export);
+WS_COMMAND(import);
+WS_COMMAND(merge);
 
 /* Print "wstrace: MESSAGE" on stderr (one line). */
 void ws_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
