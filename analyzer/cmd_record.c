@@ -10,10 +10,13 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "collector.h"
 #include "commands.h"
+#include "identity.h"
+#include "import.h"
 
 #ifndef WSTRACE_LIBDIR
 #define WSTRACE_LIBDIR "/usr/local/lib"
@@ -21,15 +24,22 @@
 
 static void usage(FILE *out)
 {
-    fprintf(out, "usage: wstrace record [-o TRACE] [--keep-spool] [--] COMMAND [ARGS...]\n\n"
-                 "Run COMMAND with libwstrace.so preloaded and write its SQLite trace: every device\n"
-                 "allocation, free and kernel launch, attributed to the NVTX range (graph node) open on the\n"
-                 "calling thread.  Forked children write TRACE.<pid>.  The exit status is COMMAND's.\n\n"
-                 "  -o, --output TRACE  trace to write (default: wstrace.db)\n"
-                 "      --keep-spool    keep TRACE.spool after it has been converted\n"
-                 "  -h, --help          show this help\n\n"
-                 "Environment: WSTRACE_LIB overrides the path of libwstrace.so; see the README for the\n"
-                 "WSTRACE_* variables the library reads.\n");
+    fprintf(out,
+            "usage: wstrace record [-o TRACE] [--keep-spool] [--no-merge] [--keep-parts] [--] COMMAND [ARGS...]\n\n"
+            "Run COMMAND with libwstrace.so preloaded and write its SQLite trace: every device\n"
+            "allocation, free and kernel launch, attributed to the NVTX range (graph node) open on the\n"
+            "calling thread.  Processes it forks (or forks and execs) write TRACE.<pid>; when COMMAND\n"
+            "ends, those that have finished are merged into TRACE, one process per row of its\n"
+            "processes table.  TRACE may name a pattern: %%r the rank (RANK, OMPI_COMM_WORLD_RANK,\n"
+            "PMI_RANK, SLURM_PROCID), %%l the local rank, %%h the host, %%p the pid, %%%% a '%%'.\n"
+            "The exit status is COMMAND's.\n\n"
+            "  -o, --output TRACE  trace to write (default: wstrace.db)\n"
+            "      --keep-spool    keep TRACE.spool after it has been converted\n"
+            "      --no-merge      leave the traces of forked processes in TRACE.<pid>\n"
+            "      --keep-parts    merge, and keep the TRACE.<pid> files too\n"
+            "  -h, --help          show this help\n\n"
+            "Environment: WSTRACE_LIB overrides the path of libwstrace.so; see the README for the\n"
+            "WSTRACE_* variables the library reads.\n");
 }
 
 /* libwstrace.so beside this program (build tree and install tree: bin/../lib), else the
@@ -139,19 +149,106 @@ static void recover_children(const char *trace, int keep)
     closedir(d);
 }
 
+/* The traces TRACE.<pid> that processes of this run wrote (modified since it started), in pid
+ * order; *n receives their count.  NULL when there are none (or no memory). */
+static char **child_traces(const char *trace, time_t since, size_t *n)
+{
+    char dir[PATH_MAX];
+    char **list = NULL;
+    size_t cap = 0;
+    *n = 0;
+    snprintf(dir, sizeof dir, "%s", trace);
+    char *slash = strrchr(dir, '/');
+    if (!slash)
+        return NULL;
+    *slash = 0;
+    const char *base = slash + 1;
+    size_t blen = strlen(base);
+    DIR *d = opendir(dir[0] ? dir : "/");
+    if (!d)
+        return NULL;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        const char *name = e->d_name;
+        char *end;
+        if (strncmp(name, base, blen) != 0 || name[blen] != '.')
+            continue;
+        long pid = strtol(name + blen + 1, &end, 10);
+        if (end == name + blen + 1 || *end != '\0' || pid <= 0)
+            continue;
+        char path[PATH_MAX + 32];
+        struct stat sb;
+        snprintf(path, sizeof path, "%s.%ld", trace, pid);
+        if (stat(path, &sb) != 0 || !S_ISREG(sb.st_mode) || sb.st_mtime < since)
+            continue;
+        if (*n == cap) {
+            size_t next = cap ? cap * 2 : 16;
+            char **q = realloc(list, next * sizeof *q);
+            if (!q)
+                break;
+            list = q;
+            cap = next;
+        }
+        if (!(list[*n] = strdup(path)))
+            break;
+        (*n)++;
+    }
+    closedir(d);
+    return list;
+}
+
+/* TRACE and the traces of the processes it forked become one trace, TRACE. */
+static void merge_children(const char *trace, time_t since, int keep_parts)
+{
+    size_t n = 0;
+    char **parts = child_traces(trace, since, &n);
+    struct stat sb;
+    if (n == 0 || stat(trace, &sb) != 0) {
+        for (size_t i = 0; i < n; i++)
+            free(parts[i]);
+        free(parts);
+        return;
+    }
+    const char **inputs = malloc((n + 1) * sizeof *inputs);
+    char out[PATH_MAX + 32], err[1024];
+    snprintf(out, sizeof out, "%s.merge.%ld", trace, (long)getpid());
+    struct ws_merge_stats st;
+    if (inputs) {
+        inputs[0] = trace;
+        for (size_t i = 0; i < n; i++)
+            inputs[i + 1] = parts[i];
+        if (ws_merge_traces(inputs, n + 1, out, &st, err, sizeof err) != 0)
+            ws_error("record: the traces of forked processes stay apart: %s", err);
+        else if (rename(out, trace) != 0)
+            ws_error("record: cannot replace %s: %s", trace, strerror(errno));
+        else {
+            fprintf(stderr, "wstrace: %s holds %lld processes (merged)\n", trace, (long long)st.processes);
+            for (size_t i = 0; !keep_parts && i < n; i++)
+                unlink(parts[i]);
+        }
+    }
+    unlink(out);
+    free(inputs);
+    for (size_t i = 0; i < n; i++)
+        free(parts[i]);
+    free(parts);
+}
+
 int cmd_record(int argc, char **argv)
 {
-    static const struct option options[] = {{"output", required_argument, NULL, 'o'},
-                                            {"keep-spool", no_argument, NULL, 'k'},
-                                            {"help", no_argument, NULL, 'h'},
-                                            {NULL, 0, NULL, 0}};
+    static const struct option options[] = {
+        {"output", required_argument, NULL, 'o'}, {"keep-spool", no_argument, NULL, 'k'},
+        {"no-merge", no_argument, NULL, 'M'},     {"keep-parts", no_argument, NULL, 'P'},
+        {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0}};
     const char *output = "wstrace.db";
-    int keep = 0, c;
+    int keep = 0, merge = 1, keep_parts = 0, c;
     optind = 1;
     while ((c = getopt_long(argc, argv, "+o:h", options, NULL)) != -1) {
         switch (c) {
         case 'o': output = optarg; break;
         case 'k': keep = 1; break;
+        case 'M': merge = 0; break;
+        case 'P': keep_parts = 1; break;
         case 'h': usage(stdout); return WS_EXIT_OK;
         default: usage(stderr); return WS_EXIT_USAGE;
         }
@@ -160,7 +257,7 @@ int cmd_record(int argc, char **argv)
         ws_error("record: no command given; see 'wstrace record --help'");
         return WS_EXIT_USAGE;
     }
-    char lib[PATH_MAX], trace[PATH_MAX];
+    char lib[PATH_MAX], trace[PATH_MAX], named[PATH_MAX], bad;
     if (find_library(lib, sizeof lib) != 0) {
         ws_error("record: libwstrace.so not found (set WSTRACE_LIB)");
         return WS_EXIT_USAGE;
@@ -169,10 +266,16 @@ int cmd_record(int argc, char **argv)
         ws_error("record: %s: path too long", output);
         return WS_EXIT_USAGE;
     }
+    /* The name the traced program will choose (its pid is ours until it is forked). */
+    if (ws_expand_output_name(trace, (long)getpid(), named, sizeof named, &bad) != 0) {
+        ws_error("record: %s: not a usable name (%s)", output,
+                 bad ? "use %r, %l, %h, %p or %%" : "too long or a trailing %");
+        return WS_EXIT_USAGE;
+    }
     /* Fail early, and in one line, when the trace cannot be written at all.  The probe has a
      * name of its own: an existing trace or spool is never touched here. */
     char probe[PATH_MAX + 32];
-    snprintf(probe, sizeof probe, "%s.probe.%ld", trace, (long)getpid());
+    snprintf(probe, sizeof probe, "%s.probe.%ld", named, (long)getpid());
     int fd = open(probe, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
     if (fd < 0) {
         ws_error("record: cannot write beside %s: %s", trace, strerror(errno));
@@ -180,9 +283,10 @@ int cmd_record(int argc, char **argv)
     }
     close(fd);
     unlink(probe);
+    time_t started = time(NULL) - 1; /* file times have one-second resolution here */
     /* An earlier trace stays until the new one replaces it (the collector renames it into place). */
     struct stat before;
-    int had_trace = stat(trace, &before) == 0;
+    int had_trace = stat(named, &before) == 0;
     if (setup_environment(lib, trace) != 0 || (keep && setenv("WSTRACE_KEEP_SPOOL", "1", 1) != 0)) {
         ws_error("record: cannot set up the environment");
         return WS_EXIT_USAGE;
@@ -198,6 +302,12 @@ int cmd_record(int argc, char **argv)
         ws_error("record: cannot run %s: %s", argv[optind], strerror(errno));
         _exit(127);
     }
+    /* From here on, the trace is the one the program names with its own pid. */
+    char own[PATH_MAX];
+    if (ws_expand_output_name(trace, (long)pid, own, sizeof own, &bad) == 0) {
+        had_trace = had_trace && strcmp(own, named) == 0;
+        snprintf(trace, sizeof trace, "%s", own);
+    }
     int status;
     while (waitpid(pid, &status, 0) < 0)
         if (errno != EINTR) {
@@ -206,6 +316,8 @@ int cmd_record(int argc, char **argv)
         }
     recover_spool(trace, keep);
     recover_children(trace, keep);
+    if (merge)
+        merge_children(trace, started, keep_parts);
     struct stat after;
     if (stat(trace, &after) != 0)
         ws_error("record: %s was not written (the program did not load the tracer, or could not write)", trace);

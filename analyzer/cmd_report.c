@@ -20,7 +20,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "analysis.h"
 #include "commands.h"
+#include "import.h"
 #include "outfile.h"
 #include "output.h"
 #include "tracedb.h"
@@ -1004,7 +1006,7 @@ static json_t *build_json(const struct report *rep)
 /* ---- command line ---- */
 
 struct report_opts {
-    const char *baseline, *candidate, *output;
+    const char *baseline, *candidate, *output, *ranks;
     int json;
     int has_threshold;
     double threshold_pct;
@@ -1013,7 +1015,12 @@ struct report_opts {
 static void report_usage(FILE *out)
 {
     fprintf(out, "usage: wstrace report --baseline A --candidate B [--format md|json] [--max-regression PCT]\n"
-                 "                      [-o FILE]\n\n"
+                 "                      [-o FILE]\n"
+                 "       wstrace report --ranks TRACE [--format md|json] [--max-regression PCT] [-o FILE]\n\n"
+                 "--ranks compares the processes (ranks) of one trace of several (wstrace merge, record of a\n"
+                 "forking program, an imported Nsight report): each one's peak live device bytes against the\n"
+                 "largest, allocation calls and launches, and the spread; with --max-regression it exits 1\n"
+                 "when the largest peak exceeds the smallest by more than PCT percent.\n\n"
                  "Compare two traces (for example dynamic allocation against planned execution): peak live\n"
                  "device bytes, device allocation calls per run, fallbacks, plan figures, verification verdicts,\n"
                  "workspace and activation bytes per node, and output parity.  The traces are only read.\n\n"
@@ -1038,13 +1045,11 @@ static int parse_pct(const char *text, double *pct)
 /* Returns -1 to continue, otherwise the exit status. */
 static int parse_report_args(int argc, char **argv, struct report_opts *o)
 {
-    static const struct option longopts[] = {{"baseline", required_argument, NULL, 'b'},
-                                             {"candidate", required_argument, NULL, 'c'},
-                                             {"format", required_argument, NULL, 'f'},
-                                             {"max-regression", required_argument, NULL, 'r'},
-                                             {"output", required_argument, NULL, 'o'},
-                                             {"help", no_argument, NULL, 'h'},
-                                             {NULL, 0, NULL, 0}};
+    static const struct option longopts[] = {
+        {"baseline", required_argument, NULL, 'b'}, {"candidate", required_argument, NULL, 'c'},
+        {"format", required_argument, NULL, 'f'},   {"max-regression", required_argument, NULL, 'r'},
+        {"output", required_argument, NULL, 'o'},   {"ranks", required_argument, NULL, 'R'},
+        {"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0}};
     int c;
     memset(o, 0, sizeof *o);
     o->output = "-";
@@ -1055,6 +1060,7 @@ static int parse_report_args(int argc, char **argv, struct report_opts *o)
         case 'b': o->baseline = optarg; break;
         case 'c': o->candidate = optarg; break;
         case 'o': o->output = optarg; break;
+        case 'R': o->ranks = optarg; break;
         case 'f':
             if (strcmp(optarg, "md") != 0 && strcmp(optarg, "json") != 0) {
                 ws_error("report: unknown format '%s' (supported: md, json)", optarg);
@@ -1075,6 +1081,12 @@ static int parse_report_args(int argc, char **argv, struct report_opts *o)
             ws_error("report: unknown option '%s'; see 'wstrace report --help'", argv[optind - 1]);
             return WS_EXIT_USAGE;
         }
+    }
+    if (o->ranks && !o->baseline && !o->candidate && optind == argc)
+        return -1;
+    if (o->ranks) {
+        ws_error("report: --ranks takes one trace and no --baseline/--candidate; see 'wstrace report --help'");
+        return WS_EXIT_USAGE;
     }
     if (!o->baseline || !o->candidate || optind != argc) {
         ws_error("report: expected --baseline A --candidate B and no other arguments; see 'wstrace report --help'");
@@ -1108,6 +1120,111 @@ done:
     return ok ? 0 : -1;
 }
 
+/* ---- --ranks: the processes of one trace side by side ---- */
+
+static double spread_pct(const struct ws_processes *p)
+{
+    int64_t big = p->items[p->largest].peak_bytes, small = p->items[p->smallest].peak_bytes;
+    return small > 0 ? (double)(big - small) * 100.0 / (double)small : (big > 0 ? INFINITY : 0.0);
+}
+
+static void ranks_markdown(FILE *out, const char *trace, const struct ws_processes *p)
+{
+    const struct ws_process_facts *big = &p->items[p->largest], *small = &p->items[p->smallest];
+    char b[64], d[64], sp[32];
+    fprintf(out, "# wstrace report: processes of ");
+    md_code(out, trace);
+    fprintf(out, "\n\n| process | host | pid | source | peak live device bytes | below the largest | device "
+                 "allocation calls | failed | kernel launches |\n|---|---|---:|---|---:|---:|---:|---:|---:|\n");
+    for (size_t i = 0; i < p->count; i++) {
+        const struct ws_process_facts *f = &p->items[i];
+        fmt_bytes(b, sizeof b, f->peak_bytes, 0);
+        fmt_bytes(d, sizeof d, f->peak_bytes - big->peak_bytes, 1);
+        fprintf(out, "| %s | ", f->label);
+        md_code(out, f->host[0] ? f->host : "-");
+        if (f->pid == WS_UNKNOWN)
+            fprintf(out, " | - | %s | %s | %s | %lld | %lld | %lld |\n", f->source, b, d,
+                    (long long)f->allocation_calls, (long long)f->failed_calls, (long long)f->launches);
+        else
+            fprintf(out, " | %lld | %s | %s | %s | %lld | %lld | %lld |\n", (long long)f->pid, f->source, b, d,
+                    (long long)f->allocation_calls, (long long)f->failed_calls, (long long)f->launches);
+    }
+    fmt_bytes(b, sizeof b, big->peak_bytes, 0);
+    fmt_bytes(d, sizeof d, big->peak_bytes - small->peak_bytes, 0);
+    fmt_percent(sp, sizeof sp, (double)small->peak_bytes, (double)big->peak_bytes);
+    fprintf(out, "\n**Largest**: %s, %s.  **Spread**: %s between %s and %s (%s).\n", big->label, b, d, small->label,
+            big->label, sp);
+}
+
+static json_t *ranks_json(const char *trace, const struct ws_processes *p)
+{
+    json_t *list = json_array();
+    for (size_t i = 0; list && i < p->count; i++) {
+        const struct ws_process_facts *f = &p->items[i];
+        json_t *row =
+            json_pack("{s:I, s:o, s:o, s:o, s:o, s:o, s:I, s:I, s:I, s:I}", "id", (json_int_t)f->id, "label",
+                      json_text(f->label), "rank", f->rank == WS_UNKNOWN ? json_null() : json_integer(f->rank), "pid",
+                      f->pid == WS_UNKNOWN ? json_null() : json_integer(f->pid), "host", json_text(f->host), "source",
+                      json_text(f->source), "peak_live_device_bytes", (json_int_t)f->peak_bytes,
+                      "device_allocation_calls", (json_int_t)f->allocation_calls, "failed_allocation_calls",
+                      (json_int_t)f->failed_calls, "kernel_launches", (json_int_t)f->launches);
+        if (json_array_append_new(list, row) != 0) {
+            json_decref(list);
+            return NULL;
+        }
+    }
+    const struct ws_process_facts *big = &p->items[p->largest], *small = &p->items[p->smallest];
+    return json_pack("{s:o, s:o, s:o, s:o, s:I, s:o}", "trace", json_text(trace), "processes", list, "largest",
+                     json_text(big->label), "smallest", json_text(small->label), "spread_bytes",
+                     (json_int_t)(big->peak_bytes - small->peak_bytes), "spread_percent",
+                     small->peak_bytes > 0 ? json_real(spread_pct(p)) : json_null());
+}
+
+static int report_ranks(const struct report_opts *o)
+{
+    struct ws_analysis an;
+    struct ws_processes p = {0};
+    struct ws_outfile out;
+    sqlite3 *db = NULL;
+    json_t *doc = NULL;
+    char err[1024] = "";
+    int status = WS_EXIT_USAGE, ok = 0;
+    if (ws_analysis_open(o->ranks, 0, &db, &an, err, sizeof err) != 0) {
+        ws_error("report: %s", err);
+        return WS_EXIT_USAGE;
+    }
+    if (ws_processes_load(db, &an, &p, err, sizeof err) != 0 || (o->json && !(doc = ranks_json(o->ranks, &p)))) {
+        ws_error("report: %s: %s", o->ranks, err[0] ? err : "out of memory");
+        goto done;
+    }
+    if (ws_outfile_open(&out, o->output, err, sizeof err) != 0) {
+        ws_error("report: %s", err);
+        goto done;
+    }
+    if (doc)
+        ok = json_dumpf(doc, out.fp, JSON_INDENT(2) | JSON_REAL_PRECISION(10)) == 0 && fputc('\n', out.fp) != EOF;
+    else {
+        ranks_markdown(out.fp, o->ranks, &p);
+        ok = 1;
+    }
+    if (ws_outfile_close(&out, ok, err, sizeof err) != 0) {
+        ws_error("report: %s", err);
+        goto done;
+    }
+    status = WS_EXIT_OK;
+    if (o->has_threshold && spread_pct(&p) > o->threshold_pct) {
+        ws_error("report: the largest process's peak (%s) exceeds the smallest's (%s) by more than %g%%",
+                 p.items[p.largest].label, p.items[p.smallest].label, o->threshold_pct);
+        status = WS_EXIT_FINDINGS;
+    }
+done:
+    json_decref(doc);
+    ws_processes_free(&p);
+    ws_analysis_free(&an);
+    sqlite3_close(db);
+    return status;
+}
+
 int cmd_report(int argc, char **argv)
 {
     struct report_opts opts;
@@ -1116,6 +1233,8 @@ int cmd_report(int argc, char **argv)
     int status = parse_report_args(argc, argv, &opts);
     if (status >= 0)
         return status;
+    if (opts.ranks)
+        return report_ranks(&opts);
     memset(&rep, 0, sizeof rep);
     rep.has_threshold = opts.has_threshold;
     rep.threshold_pct = opts.threshold_pct;

@@ -83,7 +83,7 @@ struct ws_trace_writer {
     char tmp[4200];
     const char *path;
     sqlite3_stmt *st_string, *st_thread, *st_range, *st_alloc, *st_launch, *st_mark, *st_domain, *st_error;
-    sqlite3_stmt *st_stack, *st_frame, *st_alloc_stack;
+    sqlite3_stmt *st_stack, *st_frame, *st_alloc_stack, *st_run;
     struct ws_strmap strings;
     int64_t next_alloc, next_stack;
     char *err;
@@ -121,6 +121,8 @@ int64_t ws_writer_alloc(struct ws_trace_writer *w, const struct ws_alloc_row *a)
 int ws_writer_launch(struct ws_trace_writer *w, const struct ws_launch_row *l);
 int ws_writer_mark(struct ws_trace_writer *w, int64_t thread, int64_t name, int64_t domain, int64_t range, int64_t ns);
 int ws_writer_domain(struct ws_trace_writer *w, int64_t id, int64_t name);
+int ws_writer_run(struct ws_trace_writer *w, int64_t id, int64_t thread, int64_t shape_key, int64_t start_ns,
+                  int64_t end_ns);
 int ws_writer_api_error(struct ws_trace_writer *w, const char *api, int64_t status, int64_t address, int64_t thread,
                         int64_t range, int64_t ns);
 /* A stack of n frames (innermost first): returns its id, or -1. */

@@ -411,7 +411,7 @@ static int refuse(struct ws_pickle *k, unsigned char op)
         return perr(k, "the pickle holds an %s: not a PyTorch memory snapshot", what);
     }
     if (op == 'c' || op == 'i') { /* module and name follow as two lines: show them, never resolve them */
-        const unsigned char *a = k->p, *nl1 = memchr(a, '\n', (size_t)(k->end - a));
+        const unsigned char *a = k->p + 1, *nl1 = memchr(a, '\n', (size_t)(k->end - a));
         const unsigned char *nl2 = nl1 ? memchr(nl1 + 1, '\n', (size_t)(k->end - nl1 - 1)) : NULL;
         if (nl2) {
             int la = (int)(nl1 - a), lb = (int)(nl2 - nl1 - 1);

@@ -40,7 +40,7 @@ struct importer {
     struct block *segs;
     size_t nsegs, capsegs;
     /* the node occurrence being built on the current device */
-    int64_t occ_id, occ_name, occ_start, root_id, next_range, next_alloc;
+    int64_t occ_id, occ_name, occ_start, root_id, next_range, next_alloc, run;
     /* stacks by frames list (the pickle shares equal lists) */
     const struct ws_pv **stack_keys;
     int64_t *stack_ids;
@@ -73,7 +73,8 @@ static int grow(void *pp, size_t *cap, size_t n, size_t elem)
 
 static int is_library_file(const char *f)
 {
-    return strstr(f, "/torch/") || strncmp(f, "torch/", 6) == 0 || strstr(f, "/lib/python3") ||
+    int packaged = strstr(f, "site-packages/") || strstr(f, "dist-packages/");
+    return strstr(f, "/torch/") || strncmp(f, "torch/", 6) == 0 || (strstr(f, "/lib/python3") && !packaged) ||
            strncmp(f, "<frozen", 7) == 0;
 }
 
@@ -176,7 +177,7 @@ static int close_occurrence(struct importer *im, int64_t end_ns)
                              .name = im->occ_name,
                              .parent = im->root_id,
                              .depth = 1,
-                             .run = WS_UNKNOWN,
+                             .run = im->run,
                              .start_ns = im->occ_start,
                              .end_ns = end_ns,
                              .kind = "push",
@@ -289,6 +290,7 @@ static int on_event(struct importer *im, int64_t device, const struct ws_pv *e)
         b->row.stream = stream;
         b->row.alloc_ns = ns;
         b->row.range = occ;
+        b->row.run = im->run;
         b->frames = frames;
         return 0;
     }
@@ -316,6 +318,7 @@ static int on_event(struct importer *im, int64_t device, const struct ws_pv *e)
         b->row.stream = stream;
         b->row.alloc_ns = ns;
         b->row.range = im->occ_id ? im->occ_id : WS_UNKNOWN;
+        b->row.run = im->run;
         return 0;
     }
     if (strcmp(action, "segment_free") == 0 || strcmp(action, "segment_unmap") == 0) {
@@ -343,6 +346,7 @@ static int on_event(struct importer *im, int64_t device, const struct ws_pv *e)
         r.thread = THREAD;
         r.range = im->occ_id ? im->occ_id : WS_UNKNOWN;
         r.alloc_ns = ns;
+        r.run = im->run;
         r.id = ++im->next_alloc;
         im->st->allocations++;
         return ws_writer_alloc(&im->w, &r) < 0 ? -1 : 0;
@@ -484,6 +488,7 @@ static int import_events(struct importer *im, const struct ws_pv *traces)
         if (name < 0)
             return -1;
         im->root_id = ++im->next_range;
+        im->run++;
         for (size_t i = 0; i < t->len; i++) {
             if (t->items[i]->kind != WS_PV_DICT) {
                 im->skipped_actions++;
@@ -505,13 +510,14 @@ static int import_events(struct importer *im, const struct ws_pv *traces)
                                  .name = name,
                                  .parent = WS_UNKNOWN,
                                  .depth = 0,
-                                 .run = WS_UNKNOWN,
+                                 .run = im->run,
                                  .start_ns = start,
                                  .end_ns = end,
                                  .kind = "push",
                                  .source = "frames"};
         im->st->ranges++;
-        if (ws_writer_range(&im->w, &r) != 0)
+        /* the run of this device, written as a runs row so that plan finds it */
+        if (ws_writer_range(&im->w, &r) != 0 || ws_writer_run(&im->w, im->run, THREAD, WS_UNKNOWN, start, end) != 0)
             return -1;
         im->root_id = 0;
     }

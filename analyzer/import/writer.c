@@ -225,6 +225,17 @@ int ws_writer_domain(struct ws_trace_writer *w, int64_t id, int64_t name)
     return step_reset(w, w->st_domain, "cannot write domains");
 }
 
+int ws_writer_run(struct ws_trace_writer *w, int64_t id, int64_t thread, int64_t shape_key, int64_t start_ns,
+                  int64_t end_ns)
+{
+    sqlite3_bind_int64(w->st_run, 1, id);
+    sqlite3_bind_int64(w->st_run, 2, thread);
+    bind_ref(w->st_run, 3, shape_key);
+    sqlite3_bind_int64(w->st_run, 4, start_ns);
+    bind_int(w->st_run, 5, end_ns);
+    return step_reset(w, w->st_run, "cannot write runs");
+}
+
 int ws_writer_api_error(struct ws_trace_writer *w, const char *api, int64_t status, int64_t address, int64_t thread,
                         int64_t range, int64_t ns)
 {
@@ -301,6 +312,8 @@ static const struct {
     {offsetof(struct ws_trace_writer, st_stack), "INSERT INTO stacks(id, frames) VALUES (?1, ?2)"},
     {offsetof(struct ws_trace_writer, st_frame),
      "INSERT INTO stack_frames(stack_id, depth, function_id, file_id, line) VALUES (?1,?2,?3,?4,?5)"},
+    {offsetof(struct ws_trace_writer, st_run),
+     "INSERT INTO runs(id, thread_id, shape_key_id, start_ns, end_ns) VALUES (?1,?2,?3,?4,?5)"},
     {offsetof(struct ws_trace_writer, st_alloc_stack),
      "INSERT INTO allocation_stacks(allocation_id, stack_id) VALUES (?1, ?2)"},
 };
