@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Benchmarks behind every figure in the README.  Usage: scripts/bench.sh [SECTION...]
-# Sections: hooks collector planner analysis workload (default: all).  Output: Markdown on stdout,
+# Sections: hooks collector planner analysis workload merge (default: all).  Output: Markdown on stdout,
 # also saved to out/bench/<section>.md.  Figures are instruction counts (callgrind) or ratios
 # measured side by side in one run, so they can be compared across machines.
 set -euo pipefail
@@ -72,7 +72,7 @@ bench_collector() {
 }
 
 sections=("$@")
-[ ${#sections[@]} -gt 0 ] || sections=(hooks collector planner analysis workload)
+[ ${#sections[@]} -gt 0 ] || sections=(hooks collector planner analysis workload merge)
 for s in "${sections[@]}"; do
     case $s in
     hooks) bench_hooks | tee "$out/hooks.md" ;;
@@ -80,6 +80,7 @@ for s in "${sections[@]}"; do
     planner) { echo "### Planner quality and speed"; echo; scripts/bench-planner.sh "$build"; echo; } | tee "$out/planner.md" ;;
     analysis) scripts/bench-analysis.sh "$build" | tee "$out/analysis.md" ;;
     workload) scripts/bench-workload.sh "$build" | tee "$out/workload.md" ;;
-    *) echo "bench.sh: unknown section '$s' (hooks collector planner analysis workload)" >&2; exit 2 ;;
+    merge) scripts/bench-merge.sh "$build" | tee "$out/merge.md" ;;
+    *) echo "bench.sh: unknown section '$s' (hooks collector planner analysis workload merge)" >&2; exit 2 ;;
     esac
 done
