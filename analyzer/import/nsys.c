@@ -859,7 +859,7 @@ static int write_processes(struct nsys *x)
             row.start_ns = p->first;
             row.end_ns = p->last;
             if (utc != WS_UNKNOWN)
-                row.start_time_unix_ns = utc + (p->first - t0);
+                row.start_time_unix_ns = (int64_t)((uint64_t)utc + ((uint64_t)p->first - (uint64_t)t0));
         }
         if (rk) {
             sqlite3_bind_int64(rk, 1, p->gpid);

@@ -32,8 +32,10 @@ struct importer {
     struct ws_trace_writer w;
     struct ws_import_stats *st;
     enum ws_node_rule rule;
+    const char *path;
     int have_time;
     int64_t ordinal, first_ns, last_ns, cur_ns;
+    int bad_time;
     /* blocks and segments still open, by (device, address): linear lists searched from the end */
     struct block *blocks;
     size_t nblocks, capblocks;
@@ -260,7 +262,9 @@ static struct block *open_row(struct importer *im, struct block **v, size_t *n, 
 static int64_t event_ns(struct importer *im, const struct ws_pv *e)
 {
     const struct ws_pv *t = ws_pv_get(e, "time_us");
-    int64_t ns = im->have_time && t ? pv_int(t, 0) * 1000 : ++im->ordinal;
+    int64_t ns = ++im->ordinal;
+    if (im->have_time && t && __builtin_mul_overflow(pv_int(t, 0), 1000, &ns))
+        im->bad_time = 1; /* reported by the caller: no nanosecond time fits it */
     if (!im->first_ns || ns < im->first_ns)
         im->first_ns = ns;
     if (ns > im->last_ns)
@@ -388,7 +392,7 @@ static int before_history(struct importer *im, const struct ws_pv *segments)
             const struct ws_pv *blk = blocks->items[k];
             int64_t size = pv_int(ws_pv_get(blk, "size"), 0), addr = pv_int(ws_pv_get(blk, "address"), at);
             const char *state = pv_str(ws_pv_get(blk, "state"));
-            at = addr + size;
+            at = (int64_t)((uint64_t)addr + (uint64_t)size); /* wraps, never overflows */
             if (!state || strncmp(state, "active", 6) != 0 || find_open(im->blocks, im->nblocks, device, addr))
                 continue;
             /* PyTorch 2.0 and older: frames and requested size live in the block's history */
@@ -496,6 +500,10 @@ static int import_events(struct importer *im, const struct ws_pv *traces)
             }
             if (on_event(im, (int64_t)d, t->items[i]) != 0)
                 return -1;
+            if (im->bad_time) {
+                snprintf(im->w.err, im->w.errlen, "%s: a time_us of device %zu is out of range", im->path, d);
+                return -1;
+            }
             start = im->cur_ns < start ? im->cur_ns : start;
             end = im->cur_ns > end ? im->cur_ns : end;
         }
@@ -538,6 +546,7 @@ int ws_import_torch_snapshot(const char *snapshot, const char *output, enum ws_n
     memset(st, 0, sizeof *st);
     im.st = st;
     im.rule = rule;
+    im.path = snapshot;
     if (read_file(snapshot, &data, &len, err, errlen) != 0)
         return -1;
     if (ws_pickle_parse(data, len, &pk, &root, perr, sizeof perr) != 0) {

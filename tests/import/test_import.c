@@ -176,6 +176,14 @@ Test(nsys, version_2024_keeps_processes_and_ranks_apart)
     cr_expect(file_has(sum, "spread                   2.8 KiB (2816) from rank 0 to rank 1"));
     cr_expect(file_has(sum, "source                   nsys"));
     analyses_run(t);
+    /* report --ranks: 8192 against 5376 is 52.4 % above the smallest */
+    cr_expect_eq(run("%s report --ranks %s --format json -o %s/ranks.json", BIN, t, dir), 0);
+    snprintf(sum, sizeof sum, "%s/ranks.json", dir);
+    cr_expect(file_has(sum, "\"largest\": \"rank 1\""));
+    cr_expect(file_has(sum, "\"spread_bytes\": 2816"));
+    cr_expect_eq(run("%s report --ranks %s --max-regression 50 >/dev/null 2>&1", BIN, t), 1);
+    cr_expect_eq(run("%s report --ranks %s --max-regression 53 >/dev/null 2>&1", BIN, t), 0);
+    cr_expect_eq(run("%s report --ranks %s --baseline %s >/dev/null 2>&1", BIN, t, t), 2);
 }
 
 Test(nsys, refuses_what_it_cannot_read)
