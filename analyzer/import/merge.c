@@ -33,6 +33,7 @@ struct merger {
     char *err;
     size_t errlen;
     struct ws_merge_stats *st;
+    int64_t duplicates; /* rows of value-keyed tables whose key another process had already */
 };
 
 static int mfail(struct merger *m, const char *what)
@@ -405,15 +406,25 @@ static int copy_table(struct merger *m, const char *table, struct offsets *o, in
         rc = 0;
         goto out;
     }
-    char *sql = sqlite3_mprintf("INSERT INTO main.\"%w\"(%s) SELECT %s FROM src.\"%w\" s", table, cl, sel, table);
+    /* A table keyed by values rather than a renumbered id (categories: domain and number) may
+     * hold the same key in two processes: the first row is kept, the others are counted. */
+    char *sql = sqlite3_mprintf("INSERT %s INTO main.\"%w\"(%s) SELECT %s FROM src.\"%w\" s", own ? "" : "OR IGNORE",
+                                table, cl, sel, table);
     if (!sql) {
         snprintf(m->err, m->errlen, "out of memory");
         goto out;
     }
     rc = exec(m, sql);
     sqlite3_free(sql);
-    if (rc == 0)
-        m->st->rows += sqlite3_changes(m->db);
+    if (rc == 0) {
+        int64_t changed = sqlite3_changes(m->db);
+        m->st->rows += changed;
+        if (!own) {
+            char *count = sqlite3_mprintf("SELECT COUNT(*) FROM src.\"%w\"", table);
+            m->duplicates += count ? query_int(m, count, changed) - changed : 0;
+            sqlite3_free(count);
+        }
+    }
     goto out;
 toolong:
     snprintf(m->err, m->errlen, "%s: table %s has too many columns to merge", m->output, table);
@@ -489,6 +500,7 @@ static int write_meta(struct merger *m, const char *const *inputs, size_t n, con
 {
     (void)inputs;
     if (ws_tracedb_meta_text(m->db, "source", "merge") != 0 ||
+        ws_tracedb_meta_int(m->db, "merge.duplicate_rows", (long long)m->duplicates) != 0 ||
         ws_tracedb_meta_int(m->db, "merged_traces", (long long)n) != 0 ||
         (ref < n && clocks[ref].clock[0] && ws_tracedb_meta_text(m->db, "clock", clocks[ref].clock) != 0) ||
         exec(m, "INSERT OR REPLACE INTO meta(key, value) SELECT 'lost_records', COALESCE(SUM(lost_records), 0)"
