@@ -20,6 +20,7 @@
 #define BIN  WS_BUILD_DIR "/bin/wstrace"
 #define FORK WS_BUILD_DIR "/tests/ws_fork_prog"
 #define LIB  WS_BUILD_DIR "/lib/libwstrace.so"
+#define NVTX WS_BUILD_DIR "/tests/nvtx_prog"
 
 static char dir[128];
 
@@ -413,4 +414,54 @@ Test(merge, bad_input_is_refused_in_one_line)
     cr_expect_eq(lines_of(err), 1);
     cr_expect_eq(run("%s merge %s 2>/dev/null", BIN, t), 2);
     cr_expect_eq(q(t, "SELECT COUNT(*) FROM allocations"), 6, "the input is untouched");
+}
+
+/* Every table of the schema, the ones other parts of wstrace add included (NVTX attributes,
+ * heaps, regions), holds the sum of its parts after a merge; value-keyed dictionaries (strings,
+ * domains by name, categories by domain and number) hold each value once. */
+Test(merge, every_table_is_the_sum_of_its_parts)
+{
+    static const char *const modes[] = {"domains", "attributes", "memory"};
+    char in[3][512], m[512], cmd[4096];
+    for (int i = 0; i < 3; i++) {
+        snprintf(in[i], sizeof in[i], "%s/n%d.db", dir, i);
+        cr_assert_eq(run("cd %s && LD_PRELOAD=%s WSTRACE_OUTPUT=%s %s %s >/dev/null 2>&1", dir, preload(), in[i], NVTX,
+                         modes[i]),
+                     0);
+    }
+    snprintf(m, sizeof m, "%s/m.db", dir);
+    snprintf(cmd, sizeof cmd, "%s merge -o %s %s %s %s %s >/dev/null", BIN, m, in[0], in[1], in[2], in[1]);
+    cr_assert_eq(run("%s", cmd), 0);
+    sqlite3 *db = open_db(m);
+    sqlite3_stmt *st = NULL;
+    cr_assert_eq(sqlite3_prepare_v2(db,
+                                    "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT IN ('meta', "
+                                    "'strings', 'domains', 'categories', 'processes', 'process_meta')",
+                                    -1, &st, NULL),
+                 SQLITE_OK);
+    int tables = 0;
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        char sql[256];
+        const char *t = (const char *)sqlite3_column_text(st, 0);
+        snprintf(sql, sizeof sql, "SELECT COUNT(*) FROM \"%s\"", t);
+        int64_t parts = q(in[0], sql) + 2 * q(in[1], sql) + q(in[2], sql);
+        cr_expect_eq(sqltest_int(db, sql), parts, "%s", t);
+        tables++;
+    }
+    sqlite3_finalize(st);
+    cr_expect_geq(tables, 19); /* the trace tables of schema.sql in version 2 */
+    cr_expect_eq(sqltest_int(db, "SELECT COUNT(*) FROM processes"), 4);
+    /* the attributes trace merged twice: its categories are there once, the second counted */
+    cr_expect_eq(sqltest_int(db, "SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'merge.duplicate_rows'"),
+                 q(in[1], "SELECT COUNT(*) FROM categories"));
+    /* ranges point at the ranges of their own process */
+    cr_expect_eq(sqltest_int(db, "SELECT COUNT(*) FROM ranges r JOIN ranges p ON p.id = r.parent_id JOIN threads a ON "
+                                 "a.id = r.thread_id JOIN threads b ON b.id = p.thread_id WHERE a.process_id <> "
+                                 "b.process_id"),
+                 0);
+    cr_expect_eq(sqltest_int(db, "SELECT COUNT(*) FROM range_attributes a LEFT JOIN ranges r ON r.id = a.range_id "
+                                 "WHERE r.id IS NULL"),
+                 0);
+    sqlite3_close(db);
+    analyses_run(m);
 }
