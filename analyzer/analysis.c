@@ -1105,7 +1105,8 @@ static int collect_figures(const struct ws_analysis *an, const struct ws_estimat
     }
     if (observed && observed_figures(an, f) != 0)
         return -1;
-    qsort(f->v, f->n, sizeof *f->v, figure_cmp);
+    if (f->n > 0) /* a trace without declarations has no figures: f->v is NULL */
+        qsort(f->v, f->n, sizeof *f->v, figure_cmp);
     return 0;
 }
 

@@ -349,7 +349,10 @@ Test(merge, record_merges_the_processes_a_program_forks)
 {
     char t[512];
     snprintf(t, sizeof t, "%s/t.db", dir);
-    cr_assert_eq(run("cd %s && WSTRACE_LIB=%s %s record -o %s -- %s 8 2>/dev/null", dir, LIB, BIN, t, FORK), 0);
+    /* in sanitizer builds the runtime comes first in LD_PRELOAD; record appends the tracer */
+    cr_assert_eq(run("cd %s && LD_PRELOAD=%s WSTRACE_LIB=%s %s record -o %s -- %s 8 2>/dev/null", dir,
+                     WS_SANITIZER_RUNTIME, LIB, BIN, t, FORK),
+                 0);
     cr_expect_eq(q(t, "SELECT COUNT(*) FROM processes"), 8);
     cr_expect_eq(q(t, "SELECT COUNT(*) FROM allocations"), 36);
     char list[16][512];
