@@ -16,6 +16,7 @@
 
 #include <jansson.h>
 
+#include "progress.h"
 #include "tracedb.h"
 
 static const char *const class_names[WS_CLASS_COUNT] = {"workspace", "activation", "persistent", "unattributed"};
@@ -107,6 +108,27 @@ int32_t ws_analysis_node_by_name(const struct ws_analysis *an, const char *name)
 }
 
 /* ---- loading ---- */
+
+/* Progress of one load on a terminal: rows of ranges and allocations read, then sweep events. */
+static struct ws_progress load_progress;
+static uint64_t load_done;
+
+static void load_tick(void) { ws_progress_update(&load_progress, ++load_done); }
+
+/* Rows to read and events to sweep, from the largest rowids (no table scan). */
+static uint64_t load_work(sqlite3 *db)
+{
+    sqlite3_stmt *st = NULL;
+    uint64_t n = 0;
+    if (sqlite3_prepare_v2(db,
+                           "SELECT COALESCE((SELECT MAX(rowid) FROM ranges), 0),"
+                           " COALESCE((SELECT MAX(rowid) FROM allocations), 0)",
+                           -1, &st, NULL) == SQLITE_OK &&
+        sqlite3_step(st) == SQLITE_ROW)
+        n = (uint64_t)sqlite3_column_int64(st, 0) + 3 * (uint64_t)sqlite3_column_int64(st, 1);
+    sqlite3_finalize(st);
+    return n;
+}
 
 static int load_runs(sqlite3 *db, struct ws_analysis *an, char *err, size_t errlen)
 {
@@ -208,6 +230,7 @@ static int load_ranges(sqlite3 *db, struct ws_analysis *an, int64_t **parents, c
             goto out;
         }
         struct ws_range *r = &an->ranges[n];
+        load_tick();
         r->id = sqlite3_column_int64(st, 0);
         int64_t name_id = column_or(st, 1, -1);
         r->node = name_id < 0 ? -1 : ws_analysis_node_by_id(an, name_id);
@@ -392,6 +415,7 @@ static int load_allocations(sqlite3 *db, struct ws_analysis *an, char *err, size
             goto out;
         }
         struct ws_lifetime *a = &an->allocs[an->nallocs++];
+        load_tick();
         memset(a, 0xff, sizeof *a); /* every index and step -1 */
         a->allocation_id = sqlite3_column_int64(st, 0);
         a->bytes = sqlite3_column_int64(st, 1);
@@ -542,9 +566,11 @@ static int sweep(struct ws_analysis *an, char *err, size_t errlen)
             ev[n++] = (struct event){an->allocs[i].free_ns, (uint32_t)i, 1};
     }
     qsort(ev, n, sizeof *ev, event_cmp);
-    for (size_t k = 0; k < n; k++)
+    for (size_t k = 0; k < n; k++) {
+        load_tick();
         if (sweep_event(an, &s, &ev[k]) != 0)
             goto out;
+    }
     for (size_t d = 0; d < an->ndevices; d++)
         if (an->devices[d].peak > an->peak_live_bytes)
             an->peak_live_bytes = an->devices[d].peak;
@@ -633,6 +659,10 @@ int ws_analysis_load(sqlite3 *db, const char *path, struct ws_analysis *an, char
         snprintf(err, errlen, "%s: empty trace: no allocations and no ranges were recorded", path);
         goto out;
     }
+    char what[96];
+    snprintf(what, sizeof what, "analysing %s", path);
+    ws_progress_begin(&load_progress, what, "rows", load_work(db));
+    load_done = 0;
     if (load_runs(db, an, err, errlen) != 0 || load_nodes(db, an, err, errlen) != 0 ||
         load_ranges(db, an, &parents, err, errlen) != 0)
         goto out;
@@ -644,6 +674,7 @@ int ws_analysis_load(sqlite3 *db, const char *path, struct ws_analysis *an, char
         goto out;
     rc = 0;
 out:
+    ws_progress_end(&load_progress);
     free(parents);
     if (rc != 0) {
         ws_analysis_free(an);

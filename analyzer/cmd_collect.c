@@ -6,15 +6,24 @@
 
 #include "collector.h"
 #include "commands.h"
+#include "progress.h"
 
 static void usage(FILE *out)
 {
-    fprintf(out, "usage: wstrace collect [-o TRACE] SPOOL...\n\n"
+    fprintf(out, "usage: wstrace collect [-o TRACE] [--quiet] SPOOL...\n\n"
                  "Write the SQLite trace of each spool.  A traced process writes FILE.spool beside its\n"
                  "trace FILE and converts it when it exits; after a crash or SIGKILL the spool is left\n"
                  "behind with every record that was completely written, and this command recovers it.\n\n"
                  "  -o, --output TRACE  trace to write (one spool only); default: SPOOL without '.spool'\n"
+                 "  -q, --quiet         no progress line on a terminal\n"
                  "  -h, --help          show this help\n");
+}
+
+static void on_progress(void *ctx, uint64_t done, uint64_t total)
+{
+    struct ws_progress *p = ctx;
+    p->total = total;
+    ws_progress_update(p, done);
 }
 
 static int default_output(const char *spool, char *out, size_t len)
@@ -28,14 +37,18 @@ static int default_output(const char *spool, char *out, size_t len)
 
 int cmd_collect(int argc, char **argv)
 {
-    static const struct option options[] = {
-        {"output", required_argument, NULL, 'o'}, {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
+    static const struct option options[] = {{"output", required_argument, NULL, 'o'},
+                                            {"quiet", no_argument, NULL, 'q'},
+                                            {"help", no_argument, NULL, 'h'},
+                                            {NULL, 0, NULL, 0}};
     const char *output = NULL;
     int c;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "+o:h", options, NULL)) != -1) {
+    ws_progress_set_quiet(0);
+    while ((c = getopt_long(argc, argv, "+o:qh", options, NULL)) != -1) {
         switch (c) {
         case 'o': output = optarg; break;
+        case 'q': ws_progress_set_quiet(1); break;
         case 'h': usage(stdout); return WS_EXIT_OK;
         default: usage(stderr); return WS_EXIT_USAGE;
         }
@@ -59,7 +72,13 @@ int cmd_collect(int argc, char **argv)
             continue;
         }
         struct ws_collect_stats st;
-        if (ws_collect_spool(argv[i], path, &st, err, sizeof err) != 0) {
+        struct ws_progress progress;
+        char what[96];
+        snprintf(what, sizeof what, "collecting %s", argv[i]);
+        ws_progress_begin(&progress, what, "records", 0);
+        int failed = ws_collect_spool_progress(argv[i], path, &st, on_progress, &progress, err, sizeof err) != 0;
+        ws_progress_end(&progress);
+        if (failed) {
             ws_error("%s", err);
             status = WS_EXIT_USAGE;
             continue;

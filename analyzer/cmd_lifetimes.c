@@ -6,6 +6,7 @@
 
 #include "analysis.h"
 #include "commands.h"
+#include "progress.h"
 #include "output.h"
 
 struct lifetimes_options {
@@ -21,19 +22,25 @@ static void lifetimes_usage(FILE *out)
                  "rows in table 'lifetimes' (re-running replaces them).  Prints the totals per class.\n\n"
                  "  --list     also print one line per allocation\n"
                  "  --json     print JSON instead of text\n"
+                 "  --quiet    no progress line on a terminal\n"
                  "  --help     show this help\n");
 }
 
 static int parse_lifetimes(int argc, char **argv, struct lifetimes_options *o)
 {
-    static const struct option longopts[] = {
-        {"json", no_argument, NULL, 'j'}, {"list", no_argument, NULL, 'l'}, {"help", no_argument, NULL, 'h'}, {0}};
+    static const struct option longopts[] = {{"json", no_argument, NULL, 'j'},
+                                             {"list", no_argument, NULL, 'l'},
+                                             {"quiet", no_argument, NULL, 'q'},
+                                             {"help", no_argument, NULL, 'h'},
+                                             {0}};
     int c;
     optind = 0; /* commands may run several times in one process (tests) */
+    ws_progress_set_quiet(0);
     while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
         switch (c) {
         case 'j': o->json = 1; break;
         case 'l': o->list = 1; break;
+        case 'q': ws_progress_set_quiet(1); break;
         case 'h': lifetimes_usage(stdout); return -1;
         default: lifetimes_usage(stderr); return WS_EXIT_USAGE;
         }

@@ -11,6 +11,7 @@
 
 #include "analysis.h"
 #include "commands.h"
+#include "progress.h"
 #include "outfile.h"
 #include "planner.h"
 #include "problem_csv.h"
@@ -48,6 +49,7 @@ static void plan_usage(FILE *out)
             "  --time-limit S     search for a smaller layout for up to S seconds (default 0: heuristics only)\n"
             "  --seed N           seed of the search (default 1)\n"
             "  --json             print JSON instead of a table\n"
+            "  -q, --quiet        no progress line on a terminal (drawn during a --time-limit search)\n"
             "  -h, --help         show this help\n\n"
             "Reported: the load bound (largest total of blocks alive at one moment: no layout is smaller),\n"
             "the planned peak (size of the backing buffer) and, for traces, the dynamic peak observed.\n");
@@ -70,19 +72,17 @@ bad:
 
 static int parse_plan_args(int argc, char **argv, struct plan_args *a)
 {
-    static const struct option opts[] = {{"problem", required_argument, NULL, 'p'},
-                                         {"output", required_argument, NULL, 'o'},
-                                         {"align", required_argument, NULL, 'a'},
-                                         {"time-limit", required_argument, NULL, 't'},
-                                         {"seed", required_argument, NULL, 's'},
-                                         {"json", no_argument, NULL, 'j'},
-                                         {"svg", required_argument, NULL, 'g'},
-                                         {"help", no_argument, NULL, 'h'},
-                                         {NULL, 0, NULL, 0}};
+    static const struct option opts[] = {
+        {"problem", required_argument, NULL, 'p'}, {"output", required_argument, NULL, 'o'},
+        {"align", required_argument, NULL, 'a'},   {"time-limit", required_argument, NULL, 't'},
+        {"seed", required_argument, NULL, 's'},    {"json", no_argument, NULL, 'j'},
+        {"svg", required_argument, NULL, 'g'},     {"quiet", no_argument, NULL, 'q'},
+        {"help", no_argument, NULL, 'h'},          {NULL, 0, NULL, 0}};
     memset(a, 0, sizeof *a);
     a->seed = 1;
     optind = 1;
-    for (int c; (c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1;) {
+    ws_progress_set_quiet(0);
+    for (int c; (c = getopt_long(argc, argv, "o:qh", opts, NULL)) != -1;) {
         char *end;
         switch (c) {
         case 'p': a->problem = optarg; break;
@@ -115,6 +115,7 @@ static int parse_plan_args(int argc, char **argv, struct plan_args *a)
                 return -1;
             break;
         case 'j': a->json = 1; break;
+        case 'q': ws_progress_set_quiet(1); break;
         case 'h': plan_usage(stdout); return 1;
         default: plan_usage(stderr); return -1;
         }
@@ -231,6 +232,18 @@ out:
     return rc;
 }
 
+/* The planner under a time limit searches for that long unless it reaches the load bound: the
+ * share of the limit used is its progress. */
+static int solve_with_progress(const char *what, struct ws_plan_buffer *b, size_t n, const struct ws_plan_options *o,
+                               struct ws_plan_result *r)
+{
+    struct ws_progress_timer timer;
+    ws_progress_timer_start(&timer, what, o->time_limit_s);
+    int rc = ws_plan_solve(b, n, o, r);
+    ws_progress_timer_stop(&timer);
+    return rc;
+}
+
 static int plan_problem(const struct plan_args *a)
 {
     struct ws_problem pr;
@@ -246,7 +259,9 @@ static int plan_problem(const struct plan_args *a)
         return WS_EXIT_USAGE;
     }
     struct ws_plan_options o = {a->align, a->time_limit, a->seed};
-    if (ws_plan_solve(pr.buffers, pr.n, &o, &r)) {
+    char what[160];
+    snprintf(what, sizeof what, "planning %s", a->problem);
+    if (solve_with_progress(what, pr.buffers, pr.n, &o, &r)) {
         ws_error("%s: %s", a->problem, r.error);
         goto out;
     }
@@ -488,7 +503,9 @@ static int solve_trace_plan(struct trace_ctx *t, struct trace_plan *p, const str
     struct ws_plan_options o = {a->align, a->time_limit, a->seed};
     if (read_blocks(t, p, a->align) || dynamic_peak(t, p))
         return -1;
-    if (ws_plan_solve(p->buf, p->n, &o, &p->result) || !p->result.valid) {
+    char what[160];
+    snprintf(what, sizeof what, "planning run %" PRId64 " of %s", p->run_id, t->path);
+    if (solve_with_progress(what, p->buf, p->n, &o, &p->result) || !p->result.valid) {
         ws_error("%s: run %" PRId64 ": %s", t->path, p->run_id, p->result.error);
         return -1;
     }

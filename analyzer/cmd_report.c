@@ -23,6 +23,7 @@
 #include "analysis.h"
 #include "commands.h"
 #include "import.h"
+#include "progress.h"
 #include "outfile.h"
 #include "output.h"
 #include "tracedb.h"
@@ -1031,6 +1032,7 @@ static void report_usage(FILE *out)
                  "                              calls per run exceed the baseline's by more than PCT percent,\n"
                  "                              or when the output parity is DIFFERENT\n"
                  "  -o, --output FILE           write there instead of standard output ('-')\n"
+                 "  -q, --quiet                 no progress line on a terminal\n"
                  "  -h, --help                  this help\n");
 }
 
@@ -1045,17 +1047,22 @@ static int parse_pct(const char *text, double *pct)
 /* Returns -1 to continue, otherwise the exit status. */
 static int parse_report_args(int argc, char **argv, struct report_opts *o)
 {
-    static const struct option longopts[] = {
-        {"baseline", required_argument, NULL, 'b'}, {"candidate", required_argument, NULL, 'c'},
-        {"format", required_argument, NULL, 'f'},   {"max-regression", required_argument, NULL, 'r'},
-        {"output", required_argument, NULL, 'o'},   {"ranks", required_argument, NULL, 'R'},
-        {"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0}};
+    static const struct option longopts[] = {{"baseline", required_argument, NULL, 'b'},
+                                             {"candidate", required_argument, NULL, 'c'},
+                                             {"format", required_argument, NULL, 'f'},
+                                             {"max-regression", required_argument, NULL, 'r'},
+                                             {"output", required_argument, NULL, 'o'},
+                                             {"ranks", required_argument, NULL, 'R'},
+                                             {"quiet", no_argument, NULL, 'q'},
+                                             {"help", no_argument, NULL, 'h'},
+                                             {NULL, 0, NULL, 0}};
     int c;
     memset(o, 0, sizeof *o);
     o->output = "-";
     optind = 0; /* glibc: full re-initialisation, the command may run more than once per process */
+    ws_progress_set_quiet(0);
     opterr = 0;
-    while ((c = getopt_long(argc, argv, ":b:c:f:r:o:h", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":b:c:f:r:o:qh", longopts, NULL)) != -1) {
         switch (c) {
         case 'b': o->baseline = optarg; break;
         case 'c': o->candidate = optarg; break;
@@ -1075,6 +1082,7 @@ static int parse_report_args(int argc, char **argv, struct report_opts *o)
             }
             o->has_threshold = 1;
             break;
+        case 'q': ws_progress_set_quiet(1); break;
         case 'h': report_usage(stdout); return WS_EXIT_OK;
         case ':': ws_error("report: option '%s' needs a value", argv[optind - 1]); return WS_EXIT_USAGE;
         default:

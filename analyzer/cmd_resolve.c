@@ -7,6 +7,7 @@
 
 #include "analysis.h"
 #include "commands.h"
+#include "progress.h"
 #include "output.h"
 
 struct resolve_options {
@@ -25,6 +26,7 @@ static void resolve_usage(FILE *out)
                  "  --estimates FILE         Level-1 estimates as JSON or CSV (see docs/analysis.md)\n"
                  "  --fallback-multiplier X  multiplier of output bytes for nodes without either (1.5)\n"
                  "  --json                   print JSON instead of text\n"
+                 "  --quiet                  no progress line on a terminal\n"
                  "  --help                   show this help\n");
 }
 
@@ -33,12 +35,14 @@ static int parse_resolve(int argc, char **argv, struct resolve_options *o)
     static const struct option longopts[] = {{"json", no_argument, NULL, 'j'},
                                              {"estimates", required_argument, NULL, 'e'},
                                              {"fallback-multiplier", required_argument, NULL, 'm'},
+                                             {"quiet", no_argument, NULL, 'q'},
                                              {"help", no_argument, NULL, 'h'},
                                              {0}};
     int c;
     char *end;
     o->multiplier = 1.5;
     optind = 0; /* commands may run several times in one process (tests) */
+    ws_progress_set_quiet(0);
     while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
         switch (c) {
         case 'j': o->json = 1; break;
@@ -50,6 +54,7 @@ static int parse_resolve(int argc, char **argv, struct resolve_options *o)
                 return WS_EXIT_USAGE;
             }
             break;
+        case 'q': ws_progress_set_quiet(1); break;
         case 'h': resolve_usage(stdout); return -1;
         default: resolve_usage(stderr); return WS_EXIT_USAGE;
         }

@@ -7,6 +7,7 @@
 #include "analysis.h"
 #include "commands.h"
 #include "import.h"
+#include "progress.h"
 #include "output.h"
 #include "tracedb.h"
 
@@ -42,17 +43,22 @@ static void summary_usage(FILE *out)
                  "spread of their peaks.  Reads the trace only.\n\n"
                  "  --json     print JSON instead of text\n"
                  "  --top N    list N nodes in each ranking (default 10)\n"
+                 "  --quiet    no progress line on a terminal\n"
                  "  --help     show this help\n");
 }
 
 static int parse_summary(int argc, char **argv, struct summary_options *o)
 {
-    static const struct option longopts[] = {
-        {"json", no_argument, NULL, 'j'}, {"top", required_argument, NULL, 't'}, {"help", no_argument, NULL, 'h'}, {0}};
+    static const struct option longopts[] = {{"json", no_argument, NULL, 'j'},
+                                             {"top", required_argument, NULL, 't'},
+                                             {"quiet", no_argument, NULL, 'q'},
+                                             {"help", no_argument, NULL, 'h'},
+                                             {0}};
     int c;
     char *end;
     o->top = 10;
     optind = 0; /* commands may run several times in one process (tests) */
+    ws_progress_set_quiet(0);
     while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
         switch (c) {
         case 'j': o->json = 1; break;
@@ -63,6 +69,7 @@ static int parse_summary(int argc, char **argv, struct summary_options *o)
                 return WS_EXIT_USAGE;
             }
             break;
+        case 'q': ws_progress_set_quiet(1); break;
         case 'h': summary_usage(stdout); return -1;
         default: summary_usage(stderr); return WS_EXIT_USAGE;
         }

@@ -6,6 +6,7 @@
 
 #include "analysis.h"
 #include "commands.h"
+#include "progress.h"
 #include "output.h"
 
 struct verify_options {
@@ -25,6 +26,7 @@ static void verify_usage(FILE *out)
                  "  --strict          exit with status 1 when any verdict is not ok\n"
                  "  --estimates FILE  more Level-1 estimates, JSON or CSV (see docs/analysis.md)\n"
                  "  --json            print JSON instead of text\n"
+                 "  --quiet           no progress line on a terminal\n"
                  "  --help            show this help\n");
 }
 
@@ -33,15 +35,18 @@ static int parse_verify(int argc, char **argv, struct verify_options *o)
     static const struct option longopts[] = {{"json", no_argument, NULL, 'j'},
                                              {"strict", no_argument, NULL, 's'},
                                              {"estimates", required_argument, NULL, 'e'},
+                                             {"quiet", no_argument, NULL, 'q'},
                                              {"help", no_argument, NULL, 'h'},
                                              {0}};
     int c;
     optind = 0; /* commands may run several times in one process (tests) */
+    ws_progress_set_quiet(0);
     while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
         switch (c) {
         case 'j': o->json = 1; break;
         case 's': o->strict = 1; break;
         case 'e': o->estimates = optarg; break;
+        case 'q': ws_progress_set_quiet(1); break;
         case 'h': verify_usage(stdout); return -1;
         default: verify_usage(stderr); return WS_EXIT_USAGE;
         }

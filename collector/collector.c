@@ -1516,8 +1516,26 @@ static void teardown(struct collector *c)
     ws_spool_close(&c->spool);
 }
 
+/* Records the spool holds, string continuations included: the total of a conversion's progress. */
+static uint64_t spool_records(const struct ws_spool *s)
+{
+    uint64_t n = 0;
+    for (size_t i = 0; i < s->nthreads; i++)
+        for (size_t k = 0; k < s->threads[i].nchunks; k++) {
+            uint32_t c = __atomic_load_n(&s->threads[i].chunks[k]->committed, __ATOMIC_ACQUIRE);
+            n += c < WS_CHUNK_RECS ? c : WS_CHUNK_RECS;
+        }
+    return n;
+}
+
 int ws_collect_spool(const char *spool_path, const char *db_path, struct ws_collect_stats *stats, char *err,
                      size_t errlen)
+{
+    return ws_collect_spool_progress(spool_path, db_path, stats, NULL, NULL, err, errlen);
+}
+
+int ws_collect_spool_progress(const char *spool_path, const char *db_path, struct ws_collect_stats *stats,
+                              ws_collect_progress_fn progress, void *ctx, char *err, size_t errlen)
 {
     struct collector c;
     memset(&c, 0, sizeof c);
@@ -1543,9 +1561,14 @@ int ws_collect_spool(const char *spool_path, const char *db_path, struct ws_coll
     }
     size_t ti;
     const struct ws_rec *r;
-    while ((r = ws_spool_next(&c.spool, &ti)) != NULL)
+    uint64_t total = progress ? spool_records(&c.spool) : 0, done = 0;
+    while ((r = ws_spool_next(&c.spool, &ti)) != NULL) {
         if (dispatch(&c, &c.threads[ti], r) != 0)
             goto out;
+        done += 1u + r->ext;
+        if (progress && (c.stats->records & 0xFFFF) == 0)
+            progress(ctx, done, total);
+    }
     if (flush_open(&c) != 0 || batch_flush(&c, &c.allocs) != 0 || batch_flush(&c, &c.launches) != 0 ||
         write_meta(&c, spool_path) != 0)
         goto out;

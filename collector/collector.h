@@ -24,4 +24,12 @@ struct ws_collect_stats {
 int ws_collect_spool(const char *spool_path, const char *db_path, struct ws_collect_stats *stats, char *err,
                      size_t errlen);
 
+/* Progress of a conversion: records converted so far and the records in the spool (string
+ * continuations included in both).  Called every few tens of thousands of records. */
+typedef void (*ws_collect_progress_fn)(void *ctx, uint64_t done, uint64_t total);
+
+/* ws_collect_spool with a progress callback (progress may be NULL). */
+int ws_collect_spool_progress(const char *spool_path, const char *db_path, struct ws_collect_stats *stats,
+                              ws_collect_progress_fn progress, void *ctx, char *err, size_t errlen);
+
 #endif
