@@ -17,6 +17,7 @@ const struct ws_command ws_commands[] = {
     {"export", cmd_export, WS_CMD_TRACE_INPUT, "write a trace as Chrome/Perfetto trace-event JSON"},
     {"import", cmd_import, 0, "write a trace from an Nsight Systems export or a PyTorch memory snapshot"},
     {"merge", cmd_merge, 0, "merge the traces of several processes (ranks) into one"},
+    {"view", cmd_view, WS_CMD_TRACE_INPUT, "write one self-contained HTML page to explore a trace's memory"},
 };
 
 const unsigned ws_command_count = sizeof(ws_commands) / sizeof(ws_commands[0]);

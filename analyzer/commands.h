@@ -34,6 +34,7 @@ WS_COMMAND(report);
 WS_COMMAND(export);
 WS_COMMAND(import);
 WS_COMMAND(merge);
+WS_COMMAND(view);
 
 /* Print "wstrace: MESSAGE" on stderr (one line). */
 void ws_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
