@@ -168,6 +168,11 @@ void ws_progress_timer_start(struct ws_progress_timer *t, const char *what, doub
         pthread_mutex_destroy(&t->lock);
         return;
     }
+    if (delay_s() <= 0) { /* shown from the start: drawn before the work can end */
+        char detail[96];
+        snprintf(detail, sizeof detail, "  0%% (0.0 s of %.1f s)", seconds);
+        draw(&t->p, detail);
+    }
     if (pthread_create(&t->thread, NULL, timer_main, t) != 0) {
         pthread_cond_destroy(&t->wake);
         pthread_mutex_destroy(&t->lock);

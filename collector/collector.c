@@ -1562,6 +1562,8 @@ int ws_collect_spool_progress(const char *spool_path, const char *db_path, struc
     size_t ti;
     const struct ws_rec *r;
     uint64_t total = progress ? spool_records(&c.spool) : 0, done = 0;
+    if (progress)
+        progress(ctx, 0, total);
     while ((r = ws_spool_next(&c.spool, &ti)) != NULL) {
         if (dispatch(&c, &c.threads[ti], r) != 0)
             goto out;
@@ -1569,6 +1571,8 @@ int ws_collect_spool_progress(const char *spool_path, const char *db_path, struc
         if (progress && (c.stats->records & 0xFFFF) == 0)
             progress(ctx, done, total);
     }
+    if (progress)
+        progress(ctx, done, total);
     if (flush_open(&c) != 0 || batch_flush(&c, &c.allocs) != 0 || batch_flush(&c, &c.launches) != 0 ||
         write_meta(&c, spool_path) != 0)
         goto out;

@@ -4,7 +4,8 @@
  * inflates the chunks of allocations the window needs and draws every block. */
 'use strict';
 (function () {
-  const DETAIL_MAX = 250000;
+  /* at most this many allocations are drawn one by one; '#detail=N' in the address sets another */
+  const DETAIL_MAX = Number((/[#&]detail=(\d+)/.exec(location.hash) || [0, 250000])[1]);
   const D = JSON.parse(document.getElementById('ws-data').textContent);
   const CLASS_COLOURS = ['#f28e2b', '#4e79a7', '#59a14f', '#9d9d9d'];
   const PALETTE = ['#4e79a7', '#f28e2b', '#e15759', '#76b7b2', '#59a14f', '#edc948', '#b07aa1', '#ff9da7',
