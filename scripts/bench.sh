@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Benchmarks behind every figure in the README.  Usage: scripts/bench.sh [SECTION...]
-# Sections: hooks collector planner analysis workload merge (default: all).  Output: Markdown on stdout,
+# Sections: hooks collector planner analysis view workload merge (default: all).  Output: Markdown on stdout,
 # also saved to out/bench/<section>.md.  Figures are instruction counts (callgrind) or ratios
 # measured side by side in one run, so they can be compared across machines.
 set -euo pipefail
@@ -72,15 +72,16 @@ bench_collector() {
 }
 
 sections=("$@")
-[ ${#sections[@]} -gt 0 ] || sections=(hooks collector planner analysis workload merge)
+[ ${#sections[@]} -gt 0 ] || sections=(hooks collector planner analysis view workload merge)
 for s in "${sections[@]}"; do
     case $s in
     hooks) bench_hooks | tee "$out/hooks.md" ;;
     collector) bench_collector | tee "$out/collector.md" ;;
     planner) { echo "### Planner quality and speed"; echo; scripts/bench-planner.sh "$build"; echo; } | tee "$out/planner.md" ;;
     analysis) scripts/bench-analysis.sh "$build" | tee "$out/analysis.md" ;;
+    view) scripts/bench-view.sh "$build" | tee "$out/view.md" ;;
     workload) scripts/bench-workload.sh "$build" | tee "$out/workload.md" ;;
     merge) scripts/bench-merge.sh "$build" | tee "$out/merge.md" ;;
-    *) echo "bench.sh: unknown section '$s' (hooks collector planner analysis workload merge)" >&2; exit 2 ;;
+    *) echo "bench.sh: unknown section '$s' (hooks collector planner analysis view workload merge)" >&2; exit 2 ;;
     esac
 done

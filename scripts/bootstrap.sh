@@ -3,7 +3,8 @@
 # Idempotent: does nothing (and needs no network) when everything is there.
 set -euo pipefail
 
-packages=(cmake make gcc g++ pkg-config libsqlite3-dev sqlite3 libjansson-dev libcriterion-dev valgrind time)
+packages=(cmake make gcc g++ pkg-config libsqlite3-dev sqlite3 libjansson-dev libcriterion-dev valgrind time
+          zlib1g-dev chromium-headless-shell)
 missing=()
 for p in "${packages[@]}"; do
     if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then

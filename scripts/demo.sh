@@ -4,7 +4,8 @@
 #
 # Leaves in out/demo/: dynamic.db, arena.db and planned.db (the traces), report.md (dynamic
 # against planned), arena-report.md (a caching arena against planned), plan.svg (a picture of the
-# layouts: blocks over time and offset, one panel per shape key), and the outputs of each step
+# layouts: blocks over time and offset, one panel per shape key), dynamic.html (the page of
+# `wstrace view` of the dynamic trace), and the outputs of each step
 # (*.txt).  Uses the GPU when one is present, else the simulated
 # device.  Options: WSK_ARGS overrides the workload configuration.
 set -euo pipefail
@@ -83,4 +84,6 @@ echo
 echo "## Against a caching arena (arena.db baseline, planned.db candidate; full report in out/demo/arena-report.md)"
 echo
 awk '/^## Peak live device bytes/ {on = 1; next} /^## / {on = 0} on' "$out/arena-report.md"
+"$wstrace" view "$out/dynamic.db" -o "$out/dynamic.html"
 echo "Traces: out/demo/dynamic.db, arena.db, planned.db.  Reports: out/demo/report.md, arena-report.md"
+echo "Open out/demo/dynamic.html in a browser to explore the dynamic trace's memory (wstrace view)."

@@ -4,8 +4,12 @@
  * inflates the chunks of allocations the window needs and draws every block. */
 'use strict';
 (function () {
-  /* at most this many allocations are drawn one by one; '#detail=N' in the address sets another */
-  const DETAIL_MAX = Number((/[#&]detail=(\d+)/.exec(location.hash) || [0, 250000])[1]);
+  /* The page's state can be given after '#' in its address, e.g. '#run=3&planned=1&stack=node':
+   * device, shape, run (indices as in the selectors), stack, colour, planned (0/1), and detail
+   * (at most this many allocations are drawn one by one; default 250000). */
+  const HASH = new Map(location.hash.replace(/^#/, '').split('&').filter(Boolean).map((kv) => kv.split('=')));
+  const hashNumber = (key, fallback) => (HASH.has(key) && /^\d+$/.test(HASH.get(key)) ? Number(HASH.get(key)) : fallback);
+  const DETAIL_MAX = hashNumber('detail', 250000);
   const D = JSON.parse(document.getElementById('ws-data').textContent);
   const CLASS_COLOURS = ['#f28e2b', '#4e79a7', '#59a14f', '#9d9d9d'];
   const PALETTE = ['#4e79a7', '#f28e2b', '#e15759', '#76b7b2', '#59a14f', '#edc948', '#b07aa1', '#ff9da7',
@@ -35,6 +39,28 @@
     while (hi - lo > 1) { const mid = (lo + hi) >> 1; if (segs[mid][2] <= y) lo = mid; else hi = mid; }
     if (!segs.length) return '?';
     return '0x' + (BigInt(segs[lo][0]) + BigInt(Math.round(y - segs[lo][2]))).toString(16);
+  }
+  /* A y axis without the empty stretches between the given [lo, hi) intervals. */
+  function compactor(intervals) {
+    const iv = intervals.slice().sort((a, b) => a[0] - b[0]), segs = [];
+    let used = 0;
+    for (const [lo, hi] of iv) {
+      const last = segs[segs.length - 1];
+      if (last && lo <= last[1]) last[1] = Math.max(last[1], hi);
+      else segs.push([lo, hi]);
+    }
+    for (const g of segs) used += g[1] - g[0];
+    const gap = used / 50, base = [];
+    let y = 0;
+    segs.forEach((g, i) => { if (i) y += gap; base.push(y); y += g[1] - g[0]; });
+    return {
+      span: Math.max(y, 1),
+      map(v) {
+        let lo = 0, hi = segs.length;
+        while (hi - lo > 1) { const mid = (lo + hi) >> 1; if (segs[mid][0] <= v) lo = mid; else hi = mid; }
+        return segs.length ? base[lo] + (v - segs[lo][0]) : v;
+      },
+    };
   }
   const nodeName = (i) => (i >= 0 && i < D.nodes.length ? D.nodes[i] : '(no node)');
   const layerName = (i) => (i >= 0 && i < D.layers.length ? D.layers[i] : '(no layer)');
@@ -364,7 +390,7 @@
     const yOf = (y) => h - M.bottom - y / dev.yspan * (h - M.top - M.bottom);
     timeAxis(ctx, w, h);
     ctx.fillStyle = '#5f6b76'; ctx.textAlign = 'right'; ctx.textBaseline = 'middle';
-    for (const seg of dev.segments) { /* each stretch of addresses: its start */
+    for (const seg of S.plannedOnly && detailMode() ? [] : dev.segments) { /* each stretch of addresses: its start */
       const y = yOf(seg[2]);
       ctx.fillText(seg[0].length > 12 ? seg[0].slice(0, 2) + '…' + seg[0].slice(-9) : seg[0], M.left - 6, y - 6);
       ctx.strokeStyle = '#c3cad2'; ctx.beginPath(); ctx.moveTo(M.left, y); ctx.lineTo(w - M.right, y); ctx.stroke();
@@ -375,15 +401,24 @@
       if (!recs) { status = 'inflating the allocations of this window…'; drawHeat(ctx, w, h, dev); complete = false; }
       else {
         const sel = S.node;
+        /* planned classes only: workspace and activation blocks, on an axis of their own */
+        let ymap = null;
+        if (S.plannedOnly) {
+          const iv = [];
+          for (const r of recs) for (let i = 0; i < r.n; i++)
+            if (r.dev[i] === S.dev && r.cls[i] <= 1 && (r.free[i] < 0 ? D.span : r.free[i]) >= S.lo && r.alloc[i] <= S.hi) iv.push([r.y[i], r.y[i] + r.bytes[i]]);
+          ymap = compactor(iv);
+        }
+        const yAt = ymap ? (v) => h - M.bottom - ymap.map(v) / ymap.span * (h - M.top - M.bottom) : yOf;
         for (const pass of sel >= 0 ? [0, 1] : [1]) {
           for (const r of recs) for (let i = 0; i < r.n; i++) {
-            if (r.dev[i] !== S.dev) continue;
+            if (r.dev[i] !== S.dev || (ymap && r.cls[i] > 1)) continue;
             const end = r.free[i] < 0 ? D.span : r.free[i];
             if (end < S.lo || r.alloc[i] > S.hi) continue;
             const chosen = sel < 0 || r.node[i] === sel;
             if (sel >= 0 && (pass === 0) === chosen) continue;
             const x0 = Math.max(M.left, xOf(r.alloc[i], w)), x1 = Math.min(w - M.right, xOf(end, w));
-            const y1 = yOf(r.y[i]), y0 = yOf(r.y[i] + r.bytes[i]);
+            const y1 = yAt(r.y[i]), y0 = ymap ? y1 - r.bytes[i] / ymap.span * (h - M.top - M.bottom) : yOf(r.y[i] + r.bytes[i]);
             ctx.globalAlpha = chosen ? 1 : 0.15;
             ctx.fillStyle = blockColour(r, i);
             ctx.fillRect(x0, y0, Math.max(1, x1 - x0), Math.max(1, y1 - y0));
@@ -403,7 +438,7 @@
     count.dataset.count = String(drawnBlocks.length);
     const legend = $('blocks-legend');
     legend.innerHTML = '';
-    if (S.colour === 'class' || !detailMode()) D.classes.forEach((c, i) => addLegend(legend, CLASS_COLOURS[i], c));
+    if (S.colour === 'class' || !detailMode()) D.classes.forEach((c, i) => { if (!(S.plannedOnly && i > 1 && detailMode())) addLegend(legend, CLASS_COLOURS[i], c); });
     else addLegend(legend, '#888', 'colour: node (click a block to select its node)');
     return complete;
   }
@@ -501,10 +536,10 @@
       ' blocks · planned peak ' + exact(plan.planned_peak) + ' · load bound ' + exact(plan.load_bound) +
       ' · dynamic peak ' + exact(plan.dynamic_peak) + ' · ' + plan.algorithm;
     const events = plan.blocks.reduce((m, b) => Math.max(m, b[2]), 1);
-    const withY = plan.blocks.filter((b) => b[9] >= 0);
-    const ylo = withY.reduce((m, b) => Math.min(m, b[9]), Infinity), yhi = withY.reduce((m, b) => Math.max(m, b[9] + b[3]), -Infinity);
+    /* the dynamic addresses without the stretches the run's blocks leave empty */
+    const dyn = compactor(plan.blocks.filter((b) => b[9] >= 0).map((b) => [b[9], b[9] + b[4]]));
     planDrawn = {
-      dynamic: drawPlanSide($('plan-dynamic'), plan, events, (b) => (b[9] < 0 ? null : [b[9] - ylo, b[4]]), Math.max(1, yhi - ylo), null),
+      dynamic: drawPlanSide($('plan-dynamic'), plan, events, (b) => (b[9] < 0 ? null : [dyn.map(b[9]), b[4]]), dyn.span, null),
       static: drawPlanSide($('plan-static'), plan, events, (b) => [b[5], b[3]], Math.max(plan.planned_peak, 1), plan),
     };
   }
@@ -709,6 +744,12 @@
     if (D.meta.lost_records && D.meta.lost_records !== '0') facts.push(D.meta.lost_records + ' records lost');
     if (D.meta.clean_exit === '0') facts.push('the process did not exit cleanly');
     $('trace-facts').textContent = facts.join(' · ');
+    S.dev = Math.min(hashNumber('device', S.dev), Math.max(0, D.devices.length - 1));
+    S.shape = hashNumber('shape', -1) < D.shapes.length ? hashNumber('shape', -1) : -1;
+    if (['class', 'node', 'layer'].includes(HASH.get('stack'))) S.stack = HASH.get('stack');
+    if (['class', 'node'].includes(HASH.get('colour'))) S.colour = HASH.get('colour');
+    S.plannedOnly = HASH.get('planned') === '1';
+    $('stack').value = S.stack; $('colour').value = S.colour; $('planned-only').checked = S.plannedOnly;
     const dsel = $('device');
     D.devices.forEach((d, i) => option(dsel, i, 'device ' + d.device));
     dsel.value = String(S.dev);
@@ -716,6 +757,7 @@
     const ssel = $('shape');
     option(ssel, -1, 'all (' + D.shapes.length + ')');
     D.shapes.forEach((s, i) => option(ssel, i, s));
+    ssel.value = String(S.shape);
     ssel.addEventListener('change', () => {
       S.shape = Number(ssel.value);
       S.run = -1;
@@ -723,7 +765,10 @@
       fillRuns();
       if (S.run >= 0) runWindow(S.run); else schedule();
     });
+    const run = hashNumber('run', -1);
+    if (run < D.runs.length && (S.shape < 0 || (run >= 0 && D.runs[run][1] === S.shape))) S.run = run;
     fillRuns();
+    if (S.run >= 0) runWindow(S.run);
     $('run').addEventListener('change', () => {
       S.run = Number($('run').value);
       if (S.run >= 0) runWindow(S.run); else setWindow(0, D.span);
@@ -803,7 +848,10 @@
     peakLabel();
     const live = drawLive(), blocks = drawBlocks();
     drawPlan();
-    if (live && blocks) document.body.dataset.ready = '1';
+    if (live && blocks) {
+      if (!document.body.dataset.readyMs) document.body.dataset.readyMs = String(Math.round(performance.now()));
+      document.body.dataset.ready = '1';
+    }
   }
 
   setup();

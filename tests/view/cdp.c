@@ -176,8 +176,10 @@ int cdp_start(struct cdp *c, int width, int height, char *err, size_t errlen)
         return -1;
     }
     if (c->pid == 0) {
-        dup2(down[0], 3);
-        dup2(up[1], 4);
+        /* Out of the way first: the pipes may themselves be fds 3 and 4. */
+        int rd = fcntl(down[0], F_DUPFD, 10), wr = fcntl(up[1], F_DUPFD, 10);
+        dup2(rd, 3);
+        dup2(wr, 4);
         int null = open("/dev/null", O_WRONLY);
         dup2(null, 1);
         dup2(null, 2);
