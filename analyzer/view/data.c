@@ -11,6 +11,7 @@
 #include <zlib.h>
 
 #include "outfile.h"
+#include "progress.h"
 #include "version.h"
 #include "view.h"
 
@@ -666,7 +667,8 @@ static int put_lod(const struct view_model *m, const struct sweep *s, FILE *out)
     return 0;
 }
 
-int view_write_data(const struct view_model *m, FILE *out, const struct ws_view_options *o, char *err, size_t errlen)
+int view_write_data(const struct view_model *m, FILE *out, const struct ws_view_options *o,
+                    struct ws_progress *progress, char *err, size_t errlen)
 {
     size_t per_chunk = o->chunk_allocations ? o->chunk_allocations : DEFAULT_CHUNK;
     struct sweep s;
@@ -677,9 +679,11 @@ int view_write_data(const struct view_model *m, FILE *out, const struct ws_view_
     memset(&c, 0, sizeof c);
     if (build_events(m, &s) != 0 || first_pass((struct view_model *)m, &s) != 0 || plan_chunks(m, per_chunk, &c) != 0)
         goto oom;
+    ws_progress_update(progress, m->nallocs);
     int lod = m->nallocs > per_chunk; /* small traces are drawn from their allocations alone */
     if (lod && band_pass(m, &s) != 0)
         goto oom;
+    ws_progress_update(progress, 2 * m->nallocs);
 
     fputs("<script type=\"application/json\" id=\"ws-data\">", out);
     put_header(m, out);
@@ -700,6 +704,7 @@ int view_write_data(const struct view_model *m, FILE *out, const struct ws_view_
         goto oom;
     fputs("}</script>\n", out);
 
+    size_t encoded = 0;
     for (int32_t k = -1; k < (int32_t)c.n; k++) {
         if (encode_chunk(m, &c, k, &b) != 0)
             goto oom;
@@ -710,6 +715,8 @@ int view_write_data(const struct view_model *m, FILE *out, const struct ws_view_
         if (put_deflated(out, b.p, b.n) != 0)
             goto oom;
         fputs("</script>\n", out);
+        encoded += k < 0 ? c.spanning : c.count[k];
+        ws_progress_update(progress, 2 * m->nallocs + encoded);
     }
     rc = 0;
     goto out;

@@ -665,7 +665,8 @@ int view_model_load(struct view_model *m, sqlite3 *db, const char *trace, char *
             goto out;
     }
     /* From here on by time; by_id finds an allocation by its id (for the plans' blocks). */
-    qsort(m->allocs, m->nallocs, sizeof *m->allocs, by_time);
+    if (m->nallocs > 0)
+        qsort(m->allocs, m->nallocs, sizeof *m->allocs, by_time);
     by_id = malloc((m->nallocs + 1) * sizeof *by_id);
     if (!by_id) {
         oom(m, err, errlen);
@@ -674,7 +675,8 @@ int view_model_load(struct view_model *m, sqlite3 *db, const char *trace, char *
     for (size_t i = 0; i < m->nallocs; i++)
         by_id[i] = (int32_t)i;
     sort_allocs = m->allocs;
-    qsort(by_id, m->nallocs, sizeof *by_id, by_alloc_id);
+    if (m->nallocs > 0)
+        qsort(by_id, m->nallocs, sizeof *by_id, by_alloc_id);
     if (read_plans(m, by_id, err, errlen) != 0)
         goto out;
     for (size_t i = 0; i < sizeof result_tables / sizeof *result_tables; i++)

@@ -28,13 +28,12 @@ int ws_view_write(sqlite3 *db, const char *trace, FILE *out, const struct ws_vie
     }
     /* Writing: the data's sweep, bands and chunks, then the file. */
     snprintf(what, sizeof what, "writing the view of %s", trace);
-    ws_progress_begin(&progress, what, "allocations", m.nallocs);
+    ws_progress_begin(&progress, what, "steps", 3 * (uint64_t)m.nallocs);
     ws_progress_update(&progress, 0);
     const char *rest = put_until(out, ws_view_html, "/*@CSS@*/");
     fputs(ws_view_css, out);
     rest = put_until(out, rest, "<!--@DATA@-->");
-    int rc = view_write_data(&m, out, o, err, errlen);
-    ws_progress_update(&progress, m.nallocs);
+    int rc = view_write_data(&m, out, o, &progress, err, errlen);
     if (rc == 0) {
         rest = put_until(out, rest, "/*@JS@*/");
         fputs(ws_view_js, out);

@@ -116,6 +116,9 @@ int view_column_exists(sqlite3 *db, const char *table, const char *column);
 int view_table_exists(sqlite3 *db, const char *table);
 
 /* Writing the embedded data (data.c): the JSON document and the compressed detail chunks. */
-int view_write_data(const struct view_model *m, FILE *out, const struct ws_view_options *o, char *err, size_t errlen);
+struct ws_progress;
+/* progress counts 3 units per allocation: the two sweeps, then the encoding. */
+int view_write_data(const struct view_model *m, FILE *out, const struct ws_view_options *o,
+                    struct ws_progress *progress, char *err, size_t errlen);
 
 #endif

@@ -273,7 +273,7 @@
   }
   function columnsFromBands(w, bands) {
     const lod = D.lod, dev = lod.devices[S.dev], cols = Math.max(1, Math.floor(w - M.left - M.right));
-    const out = new Array(cols), binNs = D.span / lod.bins;
+    const out = new Array(cols), binNs = (D.span + 1) / lod.bins; /* as bin_of() in data.c */
     for (let c = 0; c < cols; c++) {
       const t0 = S.lo + c / cols * (S.hi - S.lo), t1 = S.lo + (c + 1) / cols * (S.hi - S.lo);
       let b0 = Math.max(0, Math.min(lod.bins - 1, Math.floor(t0 / binNs)));
@@ -453,7 +453,7 @@
     }
     const cells = heatImages.get(key);
     if (!cells) return false;
-    const T = lod.heat_t, Y = lod.heat_y, cellNs = D.span / T;
+    const T = lod.heat_t, Y = lod.heat_y, cellNs = (D.span + 1) / T;
     const rgb = CLASS_COLOURS.map((c) => [1, 3, 5].map((k) => parseInt(c.slice(k, k + 2), 16)));
     const c0 = Math.max(0, Math.floor(S.lo / cellNs)), c1 = Math.min(T - 1, Math.floor(S.hi / cellNs));
     const ph = (h - M.top - M.bottom) / Y;

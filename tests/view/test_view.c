@@ -169,6 +169,9 @@ static json_t *eval(const char *expr)
     return v;
 }
 
+/* Run a statement for its effect. */
+static void js(const char *expr) { json_decref(eval(expr)); }
+
 static long long eval_int(const char *expr)
 {
     json_t *v = eval(expr);
@@ -285,8 +288,8 @@ Test(view, recorded_program_in_a_browser)
     sqlite3_finalize(st);
     free(chips);
     /* sorting a table by a column: the first row then holds the column's largest value */
-    eval("(() => { const th = Array.from(document.querySelectorAll('#table-resolutions th'))"
-         ".find((t) => t.textContent === 'resolved_bytes'); th.click(); th.click(); return 1; })()");
+    js("(() => { const th = Array.from(document.querySelectorAll('#table-resolutions th'))"
+       ".find((t) => t.textContent === 'resolved_bytes'); th.click(); th.click(); return 1; })()");
     char *top = eval_text("document.querySelector('#table-resolutions tbody tr td').textContent");
     char *want_top = sql_text(db, "SELECT s.value FROM resolutions r JOIN strings s ON s.id = r.node_name_id"
                                   " ORDER BY r.resolved_bytes DESC LIMIT 1");
@@ -370,8 +373,8 @@ Test(view, recorded_program_in_a_browser)
         cr_expect_eq(eval_int("document.querySelectorAll('#selection-table tbody tr').length"), of_node);
 
     /* a run selected: the window is that run, and its allocations are drawn */
-    eval("(() => { const s = document.getElementById('run'); s.value = s.options[2].value; "
-         "s.dispatchEvent(new Event('change')); return 1; })()");
+    js("(() => { const s = document.getElementById('run'); s.value = s.options[2].value; "
+       "s.dispatchEvent(new Event('change')); return 1; })()");
     settle();
     int64_t run_id = eval_int("Number(document.getElementById('run').options[2].textContent.split(' ')[1])");
     snprintf(sql, sizeof sql,
@@ -399,7 +402,7 @@ Test(view, recorded_program_in_a_browser)
     no_script_errors();
 
     /* the screenshot is a picture, not a blank page */
-    eval("(() => { document.getElementById('zoom-reset').click(); window.scrollTo(0, 0); return 1; })()");
+    js("(() => { document.getElementById('zoom-reset').click(); window.scrollTo(0, 0); return 1; })()");
     settle();
     size_t len = 0;
     unsigned char *png = cdp_screenshot(&browser, &len, err, sizeof err);
@@ -563,7 +566,7 @@ Test(view, chunks_hold_every_allocation_and_bands_take_over_for_wide_windows)
     cr_expect_eq(eval_int("document.getElementById('peak-label').dataset.bytes"), peak);
     /* zoomed in far enough, the blocks come back from the chunks the window needs */
     for (int i = 0; i < 12 && eval_int("document.getElementById('blocks-count').dataset.count") == 0; i++) {
-        eval("(() => { document.getElementById('zoom-in').click(); return 1; })()");
+        js("(() => { document.getElementById('zoom-in').click(); return 1; })()");
         settle();
     }
     cr_expect_gt(eval_int("document.getElementById('blocks-count').dataset.count"), 0, "zooming in shows blocks");
