@@ -157,7 +157,7 @@ static void open_page(const char *html, const char *fragment)
     char err[1024], url[1200];
     cr_assert_eq(cdp_start(&browser, 1400, 1000, err, sizeof err), 0, "%s", err);
     snprintf(url, sizeof url, "file://%s%s", html, fragment ? fragment : "");
-    cr_assert_eq(cdp_open(&browser, url, "document.body && document.body.dataset.ready === '1'", 400, err, sizeof err),
+    cr_assert_eq(cdp_open(&browser, url, "document.body && document.body.dataset.ready === '1'", 1200, err, sizeof err),
                  0, "%s (page errors: %s)", err, browser.errors);
 }
 
@@ -195,7 +195,7 @@ static void settle(void)
     json_t *v = cdp_eval(&browser, "new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(() => r(1))))",
                          err, sizeof err);
     json_decref(v);
-    for (int i = 0; i < 200; i++) {
+    for (int i = 0; i < 600; i++) {
         if (eval_int("document.body.dataset.ready === '1' ? 1 : 0"))
             return;
         usleep(50000);
