@@ -389,6 +389,8 @@ struct cursor {
     int enabled;
     sqlite3_stmt *st;
     int has_row;
+    const char *needs;    /* tables (space-separated) sql reads beyond schema version 1 */
+    const char *fallback; /* the query without them (NULL: no such events without them) */
 };
 
 /* runs: slices on their own track */
@@ -409,7 +411,44 @@ static int emit_run(struct export_ctx *x, sqlite3_stmt *st)
                              (json_int_t)x->pid, "tid", (json_int_t)WS_CHROME_RUNS_TID, "args", args));
 }
 
-enum { R_ID, R_THREAD, R_END_THREAD, R_NAME, R_KIND, R_SOURCE, R_DEPTH, R_RUN, R_START, R_END, R_DOMAIN };
+enum {
+    R_ID,
+    R_THREAD,
+    R_END_THREAD,
+    R_NAME,
+    R_KIND,
+    R_SOURCE,
+    R_DEPTH,
+    R_RUN,
+    R_START,
+    R_END,
+    R_DOMAIN,
+    R_ATTRIBUTES /* category, category name, colour, payload type, payload (NVTX event attributes) */
+};
+
+/* NVTX event attributes, when the range or mark had any: category (its name when it has one),
+ * colour as #rrggbb, payload. */
+static void add_attributes(json_t *args, sqlite3_stmt *st, int col)
+{
+    if (!args)
+        return;
+    if (!is_null(st, col + 1))
+        json_object_set_new(args, "category", json_string(text_or(st, col + 1, "")));
+    else if (!is_null(st, col))
+        json_object_set_new(args, "category", json_integer(int_of(st, col)));
+    if (!is_null(st, col + 2)) {
+        char colour[16];
+        snprintf(colour, sizeof colour, "#%06llx", (unsigned long long)int_of(st, col + 2) & 0xFFFFFFull);
+        json_object_set_new(args, "color", json_string(colour));
+    }
+    if (!is_null(st, col + 3) && !is_null(st, col + 4)) {
+        json_object_set_new(args, "payload_type", json_string(text_or(st, col + 3, "")));
+        json_object_set_new(args, "payload",
+                            sqlite3_column_type(st, col + 4) == SQLITE_FLOAT
+                                ? json_real(sqlite3_column_double(st, col + 4))
+                                : json_integer(int_of(st, col + 4)));
+    }
+}
 
 static json_t *range_args(sqlite3_stmt *st)
 {
@@ -418,6 +457,7 @@ static json_t *range_args(sqlite3_stmt *st)
                   "source", text_or(st, R_SOURCE, ""), "domain", text_or_null(st, R_DOMAIN));
     if (args && is_null(st, R_END))
         json_object_set_new(args, "unclosed", json_true());
+    add_attributes(args, st, R_ATTRIBUTES);
     return args;
 }
 
@@ -530,7 +570,22 @@ static int emit_counter(struct export_ctx *x, sqlite3_stmt *st)
 static int emit_mark(struct export_ctx *x, sqlite3_stmt *st)
 {
     json_t *args = json_pack("{s:o, s:o}", "domain", text_or_null(st, 2), "node", text_or_null(st, 3));
+    add_attributes(args, st, 5);
     return emit(x, instant(x, text_or(st, 1, "(unnamed mark)"), "mark", int_of(st, 4), int_of(st, 0), args));
+}
+
+/* NVTX pops and ends that closed nothing */
+static int emit_range_error(struct export_ctx *x, sqlite3_stmt *st)
+{
+    char name[160];
+    int is_end = !strcmp(text_or(st, 0, ""), "end");
+    if (is_end)
+        snprintf(name, sizeof name, "%s of no open range", text_or(st, 1, "end"));
+    else
+        snprintf(name, sizeof name, "%s without an open range", text_or(st, 1, "pop"));
+    json_t *args = json_pack("{s:s, s:s, s:o, s:o, s:o}", "kind", text_or(st, 0, ""), "api", text_or(st, 1, ""),
+                             "domain", text_or_null(st, 2), "range", int_or_null(st, 3), "node", text_or_null(st, 6));
+    return emit(x, instant(x, name, "error", int_of(st, 5), int_of(st, 4), args));
 }
 
 static int emit_declaration(struct export_ctx *x, sqlite3_stmt *st)
@@ -564,46 +619,85 @@ static int emit_api_error(struct export_ctx *x, sqlite3_stmt *st)
 static struct cursor cursor_table[] = {
     {"SELECT r.id, s.value, r.thread_id, r.start_ns, r.end_ns FROM runs r"
      " LEFT JOIN strings s ON s.id = r.shape_key_id ORDER BY r.start_ns, r.id",
-     3, emit_run, 1, NULL, 0},
+     3, emit_run, 1, NULL, 0, NULL, NULL},
     {"SELECT r.id, r.thread_id, r.end_thread_id, s.value, r.kind, r.source, r.depth, r.run_id, r.start_ns, r.end_ns,"
-     " ds.value FROM ranges r LEFT JOIN strings s ON s.id = r.name_id"
+     " ds.value, ra.category, cs.value, ra.color, ra.payload_type, ra.payload FROM ranges r"
+     " LEFT JOIN strings s ON s.id = r.name_id"
      " LEFT JOIN domains d ON d.id = r.domain_id LEFT JOIN strings ds ON ds.id = d.name_id"
-     " ORDER BY r.start_ns, r.depth, r.id",
-     8, emit_range, 1, NULL, 0},
+     " LEFT JOIN range_attributes ra ON ra.range_id = r.id"
+     " LEFT JOIN categories k ON k.domain_id = r.domain_id AND k.category = ra.category"
+     " LEFT JOIN strings cs ON cs.id = k.name_id ORDER BY r.start_ns, r.depth, r.id",
+     8, emit_range, 1, NULL, 0, "range_attributes categories",
+     "SELECT r.id, r.thread_id, r.end_thread_id, s.value, r.kind, r.source, r.depth, r.run_id, r.start_ns, r.end_ns,"
+     " ds.value, NULL, NULL, NULL, NULL, NULL FROM ranges r LEFT JOIN strings s ON s.id = r.name_id"
+     " LEFT JOIN domains d ON d.id = r.domain_id LEFT JOIN strings ds ON ds.id = d.name_id"
+     " ORDER BY r.start_ns, r.depth, r.id"},
     {"SELECT a.id, a.api, a.memory, a.device, a.address, a.requested_bytes, a.bytes, a.status, a.thread_id,"
      " a.alloc_ns, n.value, a.stream FROM allocations a LEFT JOIN ranges r ON r.id = a.range_id"
      " LEFT JOIN strings n ON n.id = r.name_id ORDER BY a.alloc_ns, a.id",
-     9, emit_allocation, 1, NULL, 0},
+     9, emit_allocation, 1, NULL, 0, NULL, NULL},
     {"SELECT l.ns, l.thread_id, k.value, l.api, l.grid_x, l.grid_y, l.grid_z, l.block_x, l.block_y, l.block_z,"
      " l.shared_bytes, l.stream, l.status, n.value FROM launches l LEFT JOIN strings k ON k.id = l.kernel_name_id"
      " LEFT JOIN ranges r ON r.id = l.range_id LEFT JOIN strings n ON n.id = r.name_id ORDER BY l.ns, l.id",
-     0, emit_launch, 1, NULL, 0},
-    {"SELECT m.thread_id, s.value, ds.value, n.value, m.ns FROM marks m LEFT JOIN strings s ON s.id = m.name_id"
+     0, emit_launch, 1, NULL, 0, NULL, NULL},
+    {"SELECT m.thread_id, s.value, ds.value, n.value, m.ns, ma.category, cs.value, ma.color, ma.payload_type,"
+     " ma.payload FROM marks m LEFT JOIN strings s ON s.id = m.name_id"
      " LEFT JOIN domains d ON d.id = m.domain_id LEFT JOIN strings ds ON ds.id = d.name_id"
-     " LEFT JOIN ranges r ON r.id = m.range_id LEFT JOIN strings n ON n.id = r.name_id ORDER BY m.ns, m.id",
-     4, emit_mark, 1, NULL, 0},
+     " LEFT JOIN ranges r ON r.id = m.range_id LEFT JOIN strings n ON n.id = r.name_id"
+     " LEFT JOIN mark_attributes ma ON ma.mark_id = m.id"
+     " LEFT JOIN categories k ON k.domain_id = m.domain_id AND k.category = ma.category"
+     " LEFT JOIN strings cs ON cs.id = k.name_id ORDER BY m.ns, m.id",
+     4, emit_mark, 1, NULL, 0, "mark_attributes categories",
+     "SELECT m.thread_id, s.value, ds.value, n.value, m.ns, NULL, NULL, NULL, NULL, NULL FROM marks m"
+     " LEFT JOIN strings s ON s.id = m.name_id"
+     " LEFT JOIN domains d ON d.id = m.domain_id LEFT JOIN strings ds ON ds.id = d.name_id"
+     " LEFT JOIN ranges r ON r.id = m.range_id LEFT JOIN strings n ON n.id = r.name_id ORDER BY m.ns, m.id"},
+    {"SELECT e.kind, e.api, ds.value, e.range_ref, e.thread_id, e.ns, n.value FROM range_errors e"
+     " LEFT JOIN domains d ON d.id = e.domain_id LEFT JOIN strings ds ON ds.id = d.name_id"
+     " LEFT JOIN ranges r ON r.id = e.range_id LEFT JOIN strings n ON n.id = r.name_id ORDER BY e.ns, e.id",
+     5, emit_range_error, 1, NULL, 0, "range_errors", NULL},
     {"SELECT d.level, s.value, d.slot, d.bytes, d.alignment, d.run_id, d.thread_id, d.ns FROM declarations d"
      " LEFT JOIN strings s ON s.id = d.node_name_id ORDER BY d.ns, d.id",
-     7, emit_declaration, 1, NULL, 0},
+     7, emit_declaration, 1, NULL, 0, NULL, NULL},
     {"SELECT e.api, e.status, e.address, e.thread_id, e.ns, n.value FROM api_errors e"
      " LEFT JOIN ranges r ON r.id = e.range_id LEFT JOIN strings n ON n.id = r.name_id ORDER BY e.ns, e.id",
-     4, emit_api_error, 1, NULL, 0},
+     4, emit_api_error, 1, NULL, 0, NULL, NULL},
     {"SELECT a.id, a.free_api, a.memory, a.device, a.address, a.bytes, COALESCE(a.free_thread_id, a.thread_id),"
      " a.free_ns, n.value, a.free_stream FROM allocations a LEFT JOIN ranges r ON r.id = a.free_range_id"
      " LEFT JOIN strings n ON n.id = r.name_id WHERE a.status = 0 AND a.free_ns IS NOT NULL ORDER BY a.free_ns, a.id",
-     7, emit_free, 1, NULL, 0},
+     7, emit_free, 1, NULL, 0, NULL, NULL},
     {"WITH da AS (SELECT id, device, bytes, alloc_ns, free_ns FROM allocations"
      "  WHERE status = 0 AND memory IN ('device', 'managed'))"
      " SELECT id, device, alloc_ns AS ns, bytes, 0 AS ord FROM da"
      " UNION ALL SELECT id, device, free_ns, -bytes, 1 FROM da WHERE free_ns IS NOT NULL ORDER BY ns, ord, id",
-     2, emit_counter, 1, NULL, 0},
+     2, emit_counter, 1, NULL, 0, NULL, NULL},
     /* start/end ranges close where they end: after every event at that time */
     {"SELECT r.id, r.thread_id, r.end_thread_id, s.value, COALESCE(r.end_ns, ?1) AS t FROM ranges r"
      " LEFT JOIN strings s ON s.id = r.name_id WHERE r.kind = 'startend' ORDER BY t, r.id",
-     4, emit_range_end, 1, NULL, 0},
+     4, emit_range_end, 1, NULL, 0, NULL, NULL},
 };
 
 #define NCURSORS (sizeof cursor_table / sizeof cursor_table[0])
+
+/* 1 when every table named in names (space-separated) is in the trace. */
+static int tables_exist(struct export_ctx *x, const char *names)
+{
+    char name[64];
+    for (const char *p = names; *p;) {
+        size_t n = strcspn(p, " ");
+        snprintf(name, sizeof name, "%.*s", (int)n, p);
+        sqlite3_stmt *st = NULL;
+        int found = sqlite3_prepare_v2(x->db, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?1", -1, &st,
+                                       NULL) == SQLITE_OK &&
+                    sqlite3_bind_text(st, 1, name, -1, SQLITE_TRANSIENT) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW;
+        sqlite3_finalize(st);
+        if (!found)
+            return 0;
+        p += n;
+        p += *p == ' ';
+    }
+    return 1;
+}
 
 static int cursor_step(struct export_ctx *x, struct cursor *c)
 {
@@ -624,6 +718,12 @@ static int merge_events(struct export_ctx *x)
     for (size_t i = 0; i < NCURSORS; i++) {
         if (!cur[i].enabled)
             continue;
+        if (cur[i].needs && !tables_exist(x, cur[i].needs)) { /* a trace of an older schema */
+            cur[i].sql = cur[i].fallback;
+            cur[i].enabled = cur[i].sql != NULL;
+            if (!cur[i].enabled)
+                continue;
+        }
         if (sql_prepare(x, cur[i].sql, &cur[i].st) != 0)
             goto done;
         if (sqlite3_bind_parameter_count(cur[i].st) > 0)

@@ -170,6 +170,8 @@ static int build_events(const struct view_model *m, struct sweep *s)
     if (!s->ev)
         return -1;
     for (size_t i = 0; i < m->nallocs; i++) {
+        if (m->allocs[i].region) /* inside an allocation that is counted already */
+            continue;
         s->ev[s->nev++] = (struct event){m->allocs[i].alloc_ns, (uint32_t)i, 0};
         if (m->allocs[i].free_ns != WS_NS_NEVER)
             s->ev[s->nev++] = (struct event){m->allocs[i].free_ns, (uint32_t)i, 1};
@@ -243,7 +245,7 @@ static int first_pass(struct view_model *m, struct sweep *s)
         goto out;
     s->nnode_bands = s->ntop_nodes + 2; /* ..., other nodes, no node */
     s->nlayer_bands = s->ntop_layers + 2;
-    s->width = 1 + WS_CLASS_COUNT + s->nnode_bands + s->nlayer_bands;
+    s->width = 1 + VIEW_CLASSES + s->nnode_bands + s->nlayer_bands;
     rc = 0;
 out:
     free(live_node);
@@ -287,10 +289,10 @@ static int band_pass(const struct view_model *m, struct sweep *s)
         st[1 + a->cls] += delta;
         int32_t nb = a->node < 0 ? (int32_t)s->nnode_bands - 1
                                  : (s->node_band[a->node] < 0 ? (int32_t)s->ntop_nodes : s->node_band[a->node]);
-        st[1 + WS_CLASS_COUNT + nb] += delta;
+        st[1 + VIEW_CLASSES + nb] += delta;
         int32_t lb = a->layer < 0 ? (int32_t)s->nlayer_bands - 1
                                   : (s->layer_band[a->layer] < 0 ? (int32_t)s->ntop_layers : s->layer_band[a->layer]);
-        st[1 + WS_CLASS_COUNT + s->nnode_bands + lb] += delta;
+        st[1 + VIEW_CLASSES + s->nnode_bands + lb] += delta;
         if (st[0] > bins[(size_t)b * w])
             memcpy(&bins[(size_t)b * w], st, w * sizeof *st);
     }
@@ -321,18 +323,18 @@ static void sweep_free(const struct view_model *m, struct sweep *s)
 
 /* ---- the blocks' overview: occupancy per time x address cell ---- */
 
-/* Per cell the dominant class (top two bits) and the share of the cell's time x bytes in use
- * (0..63, at least 1 when anything is there). */
+/* Per cell the dominant class (top three bits) and the share of the cell's time x bytes in use
+ * (0..31, at least 1 when anything is there).  Regions lie in allocations drawn already. */
 static int heat_map(const struct view_model *m, size_t device, unsigned char *cells)
 {
-    float *area = calloc((size_t)VIEW_HEAT_T * VIEW_HEAT_Y * WS_CLASS_COUNT, sizeof *area);
+    float *area = calloc((size_t)VIEW_HEAT_T * VIEW_HEAT_Y * VIEW_CLASSES, sizeof *area);
     if (!area)
         return -1;
     const struct view_device *dev = &m->devices[device];
     double tspan = (double)(m->t1 - m->t0 + 1), yspan = (double)dev->yspan;
     for (size_t i = 0; i < m->nallocs; i++) {
         const struct view_alloc *a = &m->allocs[i];
-        if (a->device != (int32_t)device)
+        if (a->device != (int32_t)device || a->region)
             continue;
         int64_t end = a->free_ns == WS_NS_NEVER ? m->t1 : a->free_ns;
         double x0 = (double)(a->alloc_ns - m->t0) / tspan * VIEW_HEAT_T;
@@ -349,23 +351,23 @@ static int heat_map(const struct view_model *m, size_t device, unsigned char *ce
             for (int cy = (int)y0; cy < VIEW_HEAT_Y && cy <= (int)y1; cy++) {
                 double oy = (y1 < cy + 1 ? y1 : cy + 1) - (y0 > cy ? y0 : cy);
                 if (oy > 0)
-                    area[((size_t)cx * VIEW_HEAT_Y + (size_t)cy) * WS_CLASS_COUNT + a->cls] += (float)(ox * oy);
+                    area[((size_t)cx * VIEW_HEAT_Y + (size_t)cy) * VIEW_CLASSES + a->cls] += (float)(ox * oy);
             }
         }
     }
     for (size_t c = 0; c < (size_t)VIEW_HEAT_T * VIEW_HEAT_Y; c++) {
-        const float *v = &area[c * WS_CLASS_COUNT];
+        const float *v = &area[c * VIEW_CLASSES];
         float sum = 0, best = -1;
         unsigned cls = 0;
-        for (unsigned k = 0; k < WS_CLASS_COUNT; k++) {
+        for (unsigned k = 0; k < VIEW_CLASSES; k++) {
             sum += v[k];
             if (v[k] > best)
                 best = v[k], cls = k;
         }
-        unsigned occ = sum <= 0 ? 0 : sum >= 1 ? 63 : (unsigned)(sum * 63);
+        unsigned occ = sum <= 0 ? 0 : sum >= 1 ? 31 : (unsigned)(sum * 31);
         if (sum > 0 && occ == 0)
             occ = 1;
-        cells[c] = (unsigned char)(cls << 6 | occ);
+        cells[c] = (unsigned char)(cls << 5 | occ);
     }
     free(area);
     return 0;
@@ -423,7 +425,7 @@ static void chunking_free(struct chunking *c)
 }
 
 /* The allocations of one chunk (-1: the spanning ones), each as varints relative to the one
- * before it; view.js (decodeChunk) reads them in the same order. */
+ * before it; view.js (decodeRecords) reads them in the same order. */
 static int encode_chunk(const struct view_model *m, const struct chunking *c, int32_t chunk, struct bytes *b)
 {
     int64_t prev_ns = m->t0, prev_id = 0;
@@ -446,6 +448,7 @@ static int encode_chunk(const struct view_model *m, const struct chunking *c, in
         put_varint(b, zigzag(a->id - prev_id));
         put_varint(b, (uint64_t)(a->seq + 1));
         put_varint(b, (uint64_t)(a->layer + 1));
+        put_varint(b, a->region);
         prev_ns = a->alloc_ns;
         prev_id = a->id;
         prev_y = a->y;
@@ -497,7 +500,9 @@ static void put_header(const struct view_model *m, FILE *out)
     }
     fputc('}', out);
     put_key(out, "classes", &first);
-    fputs("[\"workspace\",\"activation\",\"persistent\",\"unattributed\"]", out);
+    fputs(m->have_pool ? "[\"workspace\",\"activation\",\"persistent\",\"unattributed\",\"pool\"]"
+                       : "[\"workspace\",\"activation\",\"persistent\",\"unattributed\"]",
+          out);
     put_key(out, "nodes", &first);
     fputc('[', out);
     for (size_t i = 0; m->have_analysis && i < m->an.nnodes; i++) {
@@ -638,7 +643,7 @@ static int put_lod(const struct view_model *m, const struct sweep *s, FILE *out)
         fputs(d ? ",{\"total\":" : "{\"total\":", out);
         put_series(out, bins, s->width, 0);
         fputs(",\"class\":[", out);
-        for (size_t c = 0; c < WS_CLASS_COUNT; c++) {
+        for (size_t c = 0; c < (size_t)(m->have_pool ? VIEW_CLASSES : WS_CLASS_COUNT); c++) {
             if (c)
                 fputc(',', out);
             put_series(out, bins, s->width, 1 + c);
@@ -647,13 +652,13 @@ static int put_lod(const struct view_model *m, const struct sweep *s, FILE *out)
         for (size_t c = 0; c < s->nnode_bands; c++) {
             if (c)
                 fputc(',', out);
-            put_series(out, bins, s->width, 1 + WS_CLASS_COUNT + c);
+            put_series(out, bins, s->width, 1 + VIEW_CLASSES + c);
         }
         fputs("],\"layer\":[", out);
         for (size_t c = 0; c < s->nlayer_bands; c++) {
             if (c)
                 fputc(',', out);
-            put_series(out, bins, s->width, 1 + WS_CLASS_COUNT + s->nnode_bands + c);
+            put_series(out, bins, s->width, 1 + VIEW_CLASSES + s->nnode_bands + c);
         }
         fputs("],\"heat\":\"", out);
         if (heat_map(m, d, cells) != 0 || put_deflated(out, cells, (size_t)VIEW_HEAT_T * VIEW_HEAT_Y) != 0) {
@@ -693,7 +698,10 @@ int view_write_data(const struct view_model *m, FILE *out, const struct ws_view_
     put_plans(m, out);
     fputs(",\"tables\":", out);
     put_tables(m, out);
-    fprintf(out, ",\"allocations\":%zu,\"detail\":{\"chunks\":[", m->nallocs);
+    size_t regions = 0;
+    for (size_t i = 0; i < m->nallocs; i++)
+        regions += m->allocs[i].region;
+    fprintf(out, ",\"allocations\":%zu,\"regions\":%zu,\"detail\":{\"chunks\":[", m->nallocs - regions, regions);
     for (size_t k = 0; k < c.n; k++)
         fprintf(out, "%s{\"el\":\"wsc-%zu\",\"lo\":%lld,\"hi\":%lld,\"n\":%zu}", k ? "," : "", k,
                 (long long)(c.lo[k] - m->t0), (long long)(c.hi[k] - m->t0), c.count[k]);

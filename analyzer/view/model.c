@@ -271,45 +271,115 @@ static int by_time(const void *a, const void *b)
     return (x->id > y->id) - (x->id < y->id);
 }
 
-/* The analysis holds every successful device and managed allocation in id order; the same rows
- * are read again for what it does not keep. */
+/* Index of the analysis entry (sorted by allocation id) of id, or -1. */
+static int32_t lifetime_of(const struct ws_analysis *an, int64_t id)
+{
+    size_t lo = 0, hi = an->nallocs;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (an->allocs[mid].allocation_id < id)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < an->nallocs && an->allocs[lo].allocation_id == id ? (int32_t)lo : -1;
+}
+
+static int32_t by_id_in(const void *base, size_t n, size_t stride, int64_t id)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        int64_t v = *(const int64_t *)((const char *)base + mid * stride);
+        if (v < id)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < n && *(const int64_t *)((const char *)base + lo * stride) == id ? (int32_t)lo : -1;
+}
+
+/*
+ * Every successful device and managed allocation (what the program holds from CUDA, as the
+ * live_bytes view counts it) and every region of an NVTX heap in device memory (drawn inside the
+ * allocation that holds it, never counted twice).  Class, node, run and ordinal come from the
+ * analysis, which classifies regions and leaves out the allocations that hold heaps: those are
+ * of the view's own class "pool".
+ */
 static int read_allocations(struct view_model *m, const int32_t *range_layer, char *err, size_t errlen)
 {
-    static const char sql[] = "SELECT id, address, api, thread_id FROM allocations"
-                              " WHERE status = 0 AND memory IN ('device', 'managed') ORDER BY id";
+    static const char plain_sql[] = "SELECT id, address, api, thread_id, 0, range_id, run_id, device, bytes, alloc_ns,"
+                                    " free_ns FROM allocations WHERE status = 0 AND memory IN ('device', 'managed')"
+                                    " ORDER BY id";
+    static const char regions_sql[] =
+        "SELECT id, address, api, thread_id, memory = 'region', range_id, run_id, device, bytes, alloc_ns, free_ns"
+        " FROM allocations WHERE status = 0 AND (memory IN ('device', 'managed') OR (memory = 'region' AND id NOT IN"
+        " (SELECT allocation_id FROM memory_regions WHERE memory = 'host'))) ORDER BY id";
+    int regions = view_table_exists(m->db, "memory_regions") && view_column_exists(m->db, "memory_regions", "memory");
     sqlite3_stmt *st = NULL;
     int rc = -1, step;
-    size_t k = 0;
-    m->allocs = calloc(m->an.nallocs + 1, sizeof *m->allocs);
-    if (!m->allocs)
-        return oom(m, err, errlen);
-    if (sqlite3_prepare_v2(m->db, sql, -1, &st, NULL) != SQLITE_OK)
+    size_t k = 0, cap = 0;
+    if (sqlite3_prepare_v2(m->db, regions ? regions_sql : plain_sql, -1, &st, NULL) != SQLITE_OK)
         return fail(m, err, errlen, "reading allocations");
     while ((step = sqlite3_step(st)) == SQLITE_ROW) {
-        if (k >= m->an.nallocs || m->an.allocs[k].allocation_id != sqlite3_column_int64(st, 0)) {
-            snprintf(err, errlen, "%s: the trace changed while it was read", m->trace);
-            goto done;
+        if (k == cap) {
+            cap = cap ? 2 * cap : 1024;
+            struct view_alloc *grown = realloc(m->allocs, cap * sizeof *grown);
+            if (!grown) {
+                oom(m, err, errlen);
+                goto done;
+            }
+            m->allocs = grown;
         }
-        const struct ws_lifetime *l = &m->an.allocs[k];
         struct view_alloc *a = &m->allocs[k++];
-        a->id = l->allocation_id;
-        a->alloc_ns = l->alloc_ns;
-        a->free_ns = l->free_ns;
-        a->bytes = l->bytes;
+        memset(a, 0, sizeof *a);
+        a->id = sqlite3_column_int64(st, 0);
         a->address = (uint64_t)sqlite3_column_int64(st, 1);
-        a->node = l->node;
-        a->layer = l->range >= 0 ? range_layer[l->range] : -1;
-        a->run = l->run;
-        a->seq = l->alloc_seq;
-        a->cls = l->cls;
+        a->region = (uint8_t)sqlite3_column_int(st, 4);
         a->thread = thread_index(m, sqlite3_column_int64(st, 3));
         a->api = intern(&m->apis, &m->napis, text(st, 2, "?"));
-        a->device = device_index(m, l->device);
+        int32_t l = lifetime_of(&m->an, a->id);
+        int64_t device = sqlite3_column_int64(st, 7);
+        if (l >= 0) {
+            const struct ws_lifetime *t = &m->an.allocs[l];
+            a->alloc_ns = t->alloc_ns;
+            a->free_ns = t->free_ns;
+            a->bytes = t->bytes;
+            a->node = t->node;
+            a->layer = t->range >= 0 ? range_layer[t->range] : -1;
+            a->run = t->run;
+            a->seq = t->alloc_seq;
+            a->cls = t->cls;
+            device = t->device;
+        } else if (a->region) {
+            k--; /* a region the analysis leaves out: nothing to draw it with */
+            continue;
+        } else {
+            int32_t range =
+                sqlite3_column_type(st, 5) == SQLITE_NULL
+                    ? -1
+                    : by_id_in(m->an.ranges, m->an.nranges, sizeof *m->an.ranges, sqlite3_column_int64(st, 5));
+            a->alloc_ns = sqlite3_column_int64(st, 9);
+            a->free_ns = sqlite3_column_type(st, 10) == SQLITE_NULL ? WS_NS_NEVER : sqlite3_column_int64(st, 10);
+            a->bytes = sqlite3_column_int64(st, 8);
+            a->node = range >= 0 ? m->an.ranges[range].node : -1;
+            a->layer = range >= 0 ? range_layer[range] : -1;
+            a->run = -1;
+            if (m->an.runs_synthesized)
+                a->run = range >= 0 ? m->an.ranges[range].run : -1;
+            else if (sqlite3_column_type(st, 6) != SQLITE_NULL)
+                a->run = by_id_in(m->an.runs, m->an.nruns, sizeof *m->an.runs, sqlite3_column_int64(st, 6));
+            a->seq = -1;
+            a->cls = VIEW_CLASS_POOL;
+            m->have_pool = 1;
+        }
+        a->device = device_index(m, device);
         if (a->api < 0 || a->device < 0) {
             oom(m, err, errlen);
             goto done;
         }
-        m->devices[a->device].allocs++;
+        if (!a->region)
+            m->devices[a->device].allocs++;
     }
     if (step != SQLITE_DONE) {
         fail(m, err, errlen, "reading allocations");

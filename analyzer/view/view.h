@@ -37,11 +37,18 @@ int ws_view_write(sqlite3 *db, const char *trace, FILE *out, const struct ws_vie
 #define VIEW_TOP_NODES  12 /* nodes stacked by name; the others are summed */
 #define VIEW_TOP_LAYERS 24
 
-struct view_alloc {                                     /* one successful device or managed allocation */
+/* The view's classes: the analysis' four, and memory that holds an NVTX heap (whose regions the
+ * analysis classifies instead). */
+#define VIEW_CLASS_POOL WS_CLASS_COUNT
+#define VIEW_CLASSES    (WS_CLASS_COUNT + 1)
+
+/* One successful device or managed allocation, or a region of an NVTX heap. */
+struct view_alloc {
     int64_t id, alloc_ns, free_ns, bytes;               /* free_ns = WS_NS_NEVER when never freed */
     uint64_t address, y;                                /* y: position in the device's compacted address axis */
     int32_t node, layer, run, thread, api, device, seq; /* indices, -1 when none; device indexes devices */
-    uint8_t cls;
+    uint8_t cls;                                        /* enum ws_class, or VIEW_CLASS_POOL */
+    uint8_t region; /* a region inside another allocation: drawn, not counted in live bytes */
 };
 
 struct view_segment { /* a stretch of addresses in use, drawn without the gaps around it */
@@ -87,6 +94,7 @@ struct view_model {
     sqlite3 *db;
     struct ws_analysis an;
     int have_analysis; /* 0 for a trace with nothing allocated and no ranges */
+    int have_pool;     /* some allocation holds an NVTX heap */
     int64_t t0, t1;
     struct view_alloc *allocs; /* by allocation time */
     size_t nallocs;

@@ -11,7 +11,8 @@
   const hashNumber = (key, fallback) => (HASH.has(key) && /^\d+$/.test(HASH.get(key)) ? Number(HASH.get(key)) : fallback);
   const DETAIL_MAX = hashNumber('detail', 250000);
   const D = JSON.parse(document.getElementById('ws-data').textContent);
-  const CLASS_COLOURS = ['#f28e2b', '#4e79a7', '#59a14f', '#9d9d9d'];
+  /* workspace, activation, persistent, unattributed, and pool: memory that holds an NVTX heap */
+  const CLASS_COLOURS = ['#f28e2b', '#4e79a7', '#59a14f', '#9d9d9d', '#d8c7a3'];
   const PALETTE = ['#4e79a7', '#f28e2b', '#e15759', '#76b7b2', '#59a14f', '#edc948', '#b07aa1', '#ff9da7',
     '#9c755f', '#bab0ac', '#1f77b4', '#d62728', '#2ca02c', '#9467bd', '#8c564b', '#17becf'];
   const OTHER_COLOUR = '#c9ced4', NONE_COLOUR = '#e6e8eb';
@@ -111,7 +112,7 @@
       n, alloc: new Float64Array(n), free: new Float64Array(n), y: new Float64Array(n), bytes: new Float64Array(n),
       node: new Int32Array(n), cls: new Uint8Array(n), run: new Int32Array(n), thread: new Int32Array(n),
       api: new Int32Array(n), dev: new Int32Array(n), id: new Float64Array(n), seq: new Int32Array(n),
-      layer: new Int32Array(n),
+      layer: new Int32Array(n), region: new Uint8Array(n),
     };
     let p = 0;
     const rd = () => { let x = 0, m = 1, b; do { b = u8[p++]; x += (b & 127) * m; m *= 128; } while (b & 128); return x; };
@@ -123,6 +124,7 @@
       y += zz(rd()); r.y[i] = y;
       r.bytes[i] = rd(); r.node[i] = rd() - 1; r.cls[i] = rd(); r.run[i] = rd() - 1; r.thread[i] = rd() - 1;
       r.api[i] = rd(); r.dev[i] = rd(); id += zz(rd()); r.id[i] = id; r.seq[i] = rd() - 1; r.layer[i] = rd() - 1;
+      r.region[i] = rd();
     }
     return r;
   }
@@ -215,7 +217,7 @@
     const ev = [];
     for (const r of recs) for (let i = 0; i < r.n; i++) {
       const k = S.stack === 'node' ? r.node[i] : r.layer[i];
-      if (k < 0) continue;
+      if (k < 0 || r.region[i]) continue;
       ev.push([r.alloc[i], 0, k, r.bytes[i]]);
       if (r.free[i] >= 0) ev.push([r.free[i], 1, k, -r.bytes[i]]);
     }
@@ -238,7 +240,7 @@
     const cols = Math.max(1, Math.floor(w - M.left - M.right));
     const nb = bands.length, bandOf = new Map();
     if (S.stack !== 'class') bands.forEach((b, i) => { if (b.index !== undefined) bandOf.set(b.index, i); });
-    const out = new Array(cols), state = { total: 0, cls: [0, 0, 0, 0], stack: new Float64Array(nb) };
+    const out = new Array(cols), state = { total: 0, cls: D.classes.map(() => 0), stack: new Float64Array(nb) };
     const ev = [];
     const band = (r, i) => {
       if (S.stack === 'class') return r.cls[i];
@@ -250,7 +252,7 @@
       state.total += b; state.cls[r.cls[i]] += b; state.stack[band(r, i)] += b;
     };
     for (const r of recs) for (let i = 0; i < r.n; i++) {
-      if (r.dev[i] !== S.dev) continue;
+      if (r.dev[i] !== S.dev || r.region[i]) continue; /* a region lies in memory counted already */
       const end = r.free[i] < 0 ? Infinity : r.free[i];
       if (end <= S.lo || r.alloc[i] > S.hi) continue;
       if (r.alloc[i] <= S.lo) add(r, i, 1); else ev.push([r.alloc[i], 0, r, i]);
@@ -309,7 +311,7 @@
     const yOf = (v) => h - M.bottom - v / top * (h - M.top - M.bottom);
     bytesAxis(ctx, w, h, top, human);
     timeAxis(ctx, w, h);
-    const order = S.stack === 'class' ? [2, 3, 1, 0] : bands.map((_, i) => i);
+    const order = S.stack === 'class' ? [2, 3, 4, 1, 0].filter((c) => c < D.classes.length) : bands.map((_, i) => i);
     for (let x = 0; x < cols.length; x++) {
       const c = cols[x];
       let base = 0;
@@ -331,7 +333,7 @@
         const x0 = Math.max(M.left, xOf(p.start, w)), x1 = Math.min(w - M.right, xOf(p.end, w));
         for (let x = Math.floor(x0); x <= x1; x++) {
           const c = cols[Math.min(cols.length - 1, Math.max(0, x - M.left))];
-          const outside = S.plannedOnly ? 0 : c.cls[2] + c.cls[3];
+          const outside = S.plannedOnly ? 0 : c.cls.slice(2).reduce((a, b) => a + b, 0);
           const y = yOf(outside + value);
           if (!started) { ctx.moveTo(x, y); started = true; } else ctx.lineTo(x, y);
         }
@@ -410,9 +412,9 @@
           ymap = compactor(iv);
         }
         const yAt = ymap ? (v) => h - M.bottom - ymap.map(v) / ymap.span * (h - M.top - M.bottom) : yOf;
-        for (const pass of sel >= 0 ? [0, 1] : [1]) {
+        for (const pass of sel >= 0 ? [0, 1] : [1]) for (const inside of [0, 1]) { /* regions over what holds them */
           for (const r of recs) for (let i = 0; i < r.n; i++) {
-            if (r.dev[i] !== S.dev || (ymap && r.cls[i] > 1)) continue;
+            if (r.dev[i] !== S.dev || r.region[i] !== inside || (ymap && r.cls[i] > 1)) continue;
             const end = r.free[i] < 0 ? D.span : r.free[i];
             if (end < S.lo || r.alloc[i] > S.hi) continue;
             const chosen = sel < 0 || r.node[i] === sel;
@@ -461,9 +463,9 @@
       const x0 = Math.max(M.left, xOf(cx * cellNs, w)), x1 = Math.min(w - M.right, xOf((cx + 1) * cellNs, w));
       for (let cy = 0; cy < Y; cy++) {
         const v = cells[cx * Y + cy];
-        if (!(v & 63)) continue;
-        const c = rgb[v >> 6];
-        ctx.fillStyle = 'rgba(' + c[0] + ',' + c[1] + ',' + c[2] + ',' + (0.25 + 0.75 * (v & 63) / 63).toFixed(3) + ')';
+        if (!(v & 31)) continue;
+        const c = rgb[Math.min(v >> 5, rgb.length - 1)];
+        ctx.fillStyle = 'rgba(' + c[0] + ',' + c[1] + ',' + c[2] + ',' + (0.25 + 0.75 * (v & 31) / 31).toFixed(3) + ')';
         ctx.fillRect(x0, h - M.bottom - (cy + 1) * ph, Math.max(1, x1 - x0), ph + 0.5);
       }
     }
@@ -481,7 +483,7 @@
     const dev = D.devices[r.dev[i]];
     const lines = [
       nodeName(r.node[i]),
-      'size: ' + exact(r.bytes[i]) + ' · ' + D.classes[r.cls[i]],
+      'size: ' + exact(r.bytes[i]) + ' · ' + D.classes[r.cls[i]] + (r.region[i] ? ' · a region of an NVTX heap' : ''),
       'API: ' + (D.apis[r.api[i]] || '?') + ' · device ' + dev.device,
       'layer: ' + layerName(r.layer[i]),
       'thread: ' + threadName(r.thread[i]),
@@ -739,7 +741,7 @@
   function setup() {
     $('trace-name').textContent = D.trace;
     document.title = 'wstrace view: ' + D.trace;
-    const facts = [grouped(D.allocations) + ' device allocations', D.runs.length + ' runs' + (D.runs_from_ranges ? ' (outermost ranges)' : ''),
+    const facts = [grouped(D.allocations) + ' device allocations' + (D.regions ? ' (and ' + grouped(D.regions) + ' regions of NVTX heaps)' : ''), D.runs.length + ' runs' + (D.runs_from_ranges ? ' (outermost ranges)' : ''),
       D.nodes.length + ' nodes', duration(D.span) + ' traced'];
     if (D.meta.lost_records && D.meta.lost_records !== '0') facts.push(D.meta.lost_records + ' records lost');
     if (D.meta.clean_exit === '0') facts.push('the process did not exit cleanly');

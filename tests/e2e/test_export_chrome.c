@@ -481,3 +481,46 @@ Test(chrome, recorded_program_follows_the_format, .timeout = 300)
     sqlite3_close(db);
     json_decref(events);
 }
+
+/* NVTX attributes (schema version 2): a category with a name, an ARGB colour and a payload on a
+ * range, a category without a name on the mark; a pop and an end that closed nothing. */
+Test(chrome, nvtx_attributes_and_unbalanced_ranges)
+{
+    const char *path = make_trace();
+    sqlite3 *db = NULL;
+    char err[512];
+    cr_assert_eq(sqlite3_open(path, &db), SQLITE_OK);
+    cr_assert_eq(ws_tracedb_exec(db,
+                                 "INSERT INTO strings(id, value) VALUES (20, 'attention');"
+                                 "INSERT INTO categories VALUES (0, 7, 20);"
+                                 "INSERT INTO range_attributes VALUES (1, 7, 4279312947, 'uint64', 42);"
+                                 "INSERT INTO mark_attributes VALUES (1, 9, NULL, 'double', 2.5);"
+                                 "INSERT INTO range_errors VALUES (1, 'pop', 'nvtxRangePop', 0, NULL, 1, 2, 8500),"
+                                 " (2, 'end', 'nvtxRangeEnd', 0, 77, 2, NULL, 9500);",
+                                 err, sizeof err),
+                 0, "%s", err);
+    sqlite3_close(db);
+    const char *out = in_dir("out.json");
+    export_to(path, out);
+    struct checker c;
+    json_t *events = check_document(out, &c);
+    cr_expect_eq(c.out_of_order, 0);
+    json_t *a = find(events, "X", "/model/a");
+    cr_assert_not_null(a);
+    json_t *args = json_object_get(a, "args");
+    cr_expect_str_eq(str_of(args, "category"), "attention");
+    cr_expect_str_eq(str_of(args, "color"), "#112233", "0xFF112233 without its alpha");
+    cr_expect_eq(json_integer_value(json_object_get(args, "payload")), 42);
+    json_t *mark = find(events, "i", "checkpoint");
+    cr_assert_not_null(mark);
+    cr_expect_eq(json_integer_value(json_object_get(json_object_get(mark, "args"), "category")), 9);
+    cr_expect(fabs(json_real_value(json_object_get(json_object_get(mark, "args"), "payload")) - 2.5) < 1e-12);
+    json_t *pop = find(events, "i", "nvtxRangePop without an open range");
+    json_t *end = find(events, "i", "nvtxRangeEnd of no open range");
+    cr_assert(pop && end);
+    cr_expect_str_eq(str_of(pop, "cat"), "error");
+    cr_expect_str_eq(str_of(json_object_get(pop, "args"), "node"), "/model/b");
+    cr_expect_eq(json_integer_value(json_object_get(json_object_get(end, "args"), "range")), 77);
+    cr_expect_eq(json_integer_value(json_object_get(end, "tid")), 2);
+    json_decref(events);
+}

@@ -512,6 +512,7 @@ static size_t check_chunks(const char *html, sqlite3 *db, int64_t t0)
             id += unzigzag(varint(raw, &p, n));
             varint(raw, &p, n); /* seq */
             varint(raw, &p, n); /* layer */
+            varint(raw, &p, n); /* region */
             sqlite3_reset(st);
             sqlite3_bind_int64(st, 1, id);
             cr_assert_eq(sqlite3_step(st), SQLITE_ROW, "record of allocation %lld not in the trace", (long long)id);
