@@ -20,20 +20,35 @@
  * them exact without the noise digits that the default 17 would print. */
 #define EXPORT_JSON_FLAGS (JSON_COMPACT | JSON_REAL_PRECISION(15))
 
-struct device_live {
-    long long device, live, by_class[WS_CLASS_COUNT];
+struct device_live { /* live bytes run per process and device (the live_bytes view) */
+    long long process, device, live, by_class[WS_CLASS_COUNT];
 };
 
 struct stream_track {
-    long long stream;
+    long long process, stream;
     int known; /* 0: the launch recorded no stream */
+};
+
+struct process { /* processes.id (1 in a trace without the table) and its trace-event pid */
+    long long id, pid;
+    char name[1024];
+    int has_runs;
+};
+
+struct thread_of { /* threads.id -> index into processes */
+    long long thread;
+    size_t process;
 };
 
 struct export_ctx {
     sqlite3 *db;
     FILE *out;
     const struct ws_chrome_options *o;
-    long long pid;
+    struct process *procs;
+    size_t nprocs;
+    struct thread_of *threads; /* by thread id */
+    size_t nthreads;
+    int has_processes;      /* threads.process_id exists (schema version 2) */
     long long t0_ns, t1_ns; /* trace start (ts 0) and end (where unclosed ranges stop) */
     unsigned long long events;
     char *buf; /* serialised event, reused */
@@ -150,18 +165,52 @@ static json_t *int_or_null(sqlite3_stmt *st, int col)
     return is_null(st, col) ? json_null() : json_integer(int_of(st, col));
 }
 
+/* The process of a thread (the first process for a thread the trace does not list). */
+static size_t process_of_thread(const struct export_ctx *x, long long thread)
+{
+    size_t lo = 0, hi = x->nthreads;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (x->threads[mid].thread < thread)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < x->nthreads && x->threads[lo].thread == thread ? x->threads[lo].process : 0;
+}
+
+static long long pid_of_thread(const struct export_ctx *x, long long thread)
+{
+    return x->procs[process_of_thread(x, thread)].pid;
+}
+
+static size_t process_index(const struct export_ctx *x, long long id)
+{
+    for (size_t i = 0; i < x->nprocs; i++)
+        if (x->procs[i].id == id)
+            return i;
+    return 0;
+}
+
+/* An instant event on a track of process pid. */
+static json_t *instant_on(struct export_ctx *x, const char *name, const char *cat, long long ns, long long pid,
+                          long long tid, json_t *args)
+{
+    return json_pack("{s:s, s:s, s:s, s:s, s:f, s:I, s:I, s:o}", "name", name, "cat", cat, "ph", "i", "s", "t", "ts",
+                     rel_us(x, ns), "pid", (json_int_t)pid, "tid", (json_int_t)tid, "args",
+                     args ? args : json_object());
+}
+
 /* An instant event on a thread's track. */
 static json_t *instant(struct export_ctx *x, const char *name, const char *cat, long long ns, long long tid,
                        json_t *args)
 {
-    return json_pack("{s:s, s:s, s:s, s:s, s:f, s:I, s:I, s:o}", "name", name, "cat", cat, "ph", "i", "s", "t", "ts",
-                     rel_us(x, ns), "pid", (json_int_t)x->pid, "tid", (json_int_t)tid, "args",
-                     args ? args : json_object());
+    return instant_on(x, name, cat, ns, pid_of_thread(x, tid), tid, args);
 }
 
-static json_t *metadata(struct export_ctx *x, const char *what, long long tid, const char *key, json_t *value)
+static json_t *metadata(long long pid, const char *what, long long tid, const char *key, json_t *value)
 {
-    return json_pack("{s:s, s:s, s:I, s:I, s:{s:o}}", "name", what, "ph", "M", "pid", (json_int_t)x->pid, "tid",
+    return json_pack("{s:s, s:s, s:I, s:I, s:{s:o}}", "name", what, "ph", "M", "pid", (json_int_t)pid, "tid",
                      (json_int_t)tid, "args", key, value);
 }
 
@@ -258,10 +307,15 @@ static int read_devices(struct export_ctx *x)
 {
     sqlite3_stmt *st = NULL;
     int rc = -1, step;
-    if (sql_prepare(x,
-                    "SELECT DISTINCT device FROM allocations WHERE status = 0 AND memory IN ('device', 'managed')"
-                    " ORDER BY device",
-                    &st) != 0)
+    if (sql_prepare(
+            x,
+            x->has_processes
+                ? "SELECT DISTINCT COALESCE(t.process_id, 1), a.device FROM allocations a"
+                  " LEFT JOIN threads t ON t.id = a.thread_id"
+                  " WHERE a.status = 0 AND a.memory IN ('device', 'managed') ORDER BY 1, 2"
+                : "SELECT DISTINCT 1, device FROM allocations WHERE status = 0 AND memory IN ('device', 'managed')"
+                  " ORDER BY 1, 2",
+            &st) != 0)
         goto done;
     while ((step = sqlite3_step(st)) == SQLITE_ROW) {
         struct device_live *d = realloc(x->devices, (x->ndevices + 1) * sizeof *d);
@@ -271,7 +325,8 @@ static int read_devices(struct export_ctx *x)
         }
         x->devices = d;
         memset(&d[x->ndevices], 0, sizeof *d);
-        d[x->ndevices++].device = int_of(st, 0);
+        d[x->ndevices].process = int_of(st, 0);
+        d[x->ndevices++].device = int_of(st, 1);
     }
     rc = step == SQLITE_DONE ? 0 : sql_fail(x);
 done:
@@ -284,7 +339,11 @@ static int read_streams(struct export_ctx *x)
 {
     sqlite3_stmt *st = NULL;
     int rc = -1, step;
-    if (sql_prepare(x, "SELECT DISTINCT stream IS NOT NULL, stream FROM launches ORDER BY 1, 2", &st) != 0)
+    if (sql_prepare(x,
+                    x->has_processes ? "SELECT DISTINCT COALESCE(t.process_id, 1), l.stream IS NOT NULL, l.stream"
+                                       " FROM launches l LEFT JOIN threads t ON t.id = l.thread_id ORDER BY 1, 2, 3"
+                                     : "SELECT DISTINCT 1, stream IS NOT NULL, stream FROM launches ORDER BY 1, 2, 3",
+                    &st) != 0)
         goto done;
     while ((step = sqlite3_step(st)) == SQLITE_ROW) {
         struct stream_track *s = realloc(x->streams, (x->nstreams + 1) * sizeof *s);
@@ -293,7 +352,7 @@ static int read_streams(struct export_ctx *x)
             goto done;
         }
         x->streams = s;
-        s[x->nstreams++] = (struct stream_track){int_of(st, 1), sqlite3_column_int(st, 0)};
+        s[x->nstreams++] = (struct stream_track){int_of(st, 0), int_of(st, 2), sqlite3_column_int(st, 1)};
     }
     rc = step == SQLITE_DONE ? 0 : sql_fail(x);
 done:
@@ -301,32 +360,147 @@ done:
     return rc;
 }
 
-static long long stream_tid(const struct export_ctx *x, sqlite3_stmt *st, int col)
+/* Stream tracks are numbered within their process. */
+static long long stream_tid(const struct export_ctx *x, long long process, sqlite3_stmt *st, int col)
 {
     int known = !is_null(st, col);
-    long long stream = int_of(st, col);
-    for (size_t i = 0; i < x->nstreams; i++)
+    long long stream = int_of(st, col), k = 0;
+    for (size_t i = 0; i < x->nstreams; i++) {
+        if (x->streams[i].process != process)
+            continue;
         if (x->streams[i].known == known && (!known || x->streams[i].stream == stream))
-            return WS_CHROME_STREAM_TID + (long long)i;
+            return WS_CHROME_STREAM_TID + k;
+        k++;
+    }
     return WS_CHROME_STREAM_TID; /* not reached: every launch stream was read */
+}
+
+/* 1 when every table (or table.column) named in names (space-separated) is in the trace. */
+static int tables_exist(struct export_ctx *x, const char *names)
+{
+    char name[64];
+    for (const char *p = names; *p;) {
+        size_t n = strcspn(p, " ");
+        snprintf(name, sizeof name, "%.*s", (int)n, p);
+        char *dot = strchr(name, '.');
+        if (dot)
+            *dot = '\0';
+        sqlite3_stmt *st = NULL;
+        int found = sqlite3_prepare_v2(x->db,
+                                       dot ? "SELECT 1 FROM pragma_table_info(?1) WHERE name = ?2"
+                                           : "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?1",
+                                       -1, &st, NULL) == SQLITE_OK &&
+                    sqlite3_bind_text(st, 1, name, -1, SQLITE_TRANSIENT) == SQLITE_OK &&
+                    (!dot || sqlite3_bind_text(st, 2, dot + 1, -1, SQLITE_TRANSIENT) == SQLITE_OK) &&
+                    sqlite3_step(st) == SQLITE_ROW;
+        sqlite3_finalize(st);
+        if (!found)
+            return 0;
+        p += n;
+        p += *p == ' ';
+    }
+    return 1;
+}
+
+/* Processes: the processes table (schema version 2) or the one traced process of meta. */
+static int read_processes(struct export_ctx *x)
+{
+    char name[1024], pid[64];
+    sqlite3_stmt *st = NULL;
+    int rc = -1, step, unique = 1;
+    if (x->has_processes &&
+        tables_exist(x, "processes processes.pid processes.command_line processes.rank processes.host")) {
+        if (sql_prepare(x,
+                        "SELECT p.id, p.pid, p.command_line, p.rank, p.host,"
+                        " (SELECT COUNT(*) FROM processes q WHERE q.pid = p.pid) FROM processes p ORDER BY p.id",
+                        &st) != 0)
+            return -1;
+        while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+            struct process *p = realloc(x->procs, (x->nprocs + 1) * sizeof *p);
+            if (!p) {
+                snprintf(x->err, x->errlen, "out of memory");
+                goto done;
+            }
+            x->procs = p;
+            p = &p[x->nprocs++];
+            memset(p, 0, sizeof *p);
+            p->id = int_of(st, 0);
+            p->pid = is_null(st, 1) ? -1 : int_of(st, 1);
+            unique &= !is_null(st, 1) && int_of(st, 5) == 1;
+            int n = snprintf(p->name, sizeof p->name, "%s", text_or(st, 2, "traced process"));
+            if (!is_null(st, 3) && n > 0 && (size_t)n < sizeof p->name)
+                snprintf(p->name + n, sizeof p->name - (size_t)n, " (rank %lld%s%s)", int_of(st, 3),
+                         is_null(st, 4) ? "" : " on ", text_or(st, 4, ""));
+        }
+        if (step != SQLITE_DONE) {
+            sql_fail(x);
+            goto done;
+        }
+        /* pids of processes from several machines or clocks may repeat: then the process ids */
+        for (size_t i = 0; i < x->nprocs; i++)
+            if (!unique)
+                x->procs[i].pid = x->procs[i].id;
+    }
+    if (x->nprocs == 0) {
+        int has_pid = read_meta(x, "pid", pid, sizeof pid);
+        int has_name = has_pid < 0 ? -1 : read_meta(x, "command_line", name, sizeof name);
+        if (has_name < 0)
+            goto done;
+        x->procs = calloc(1, sizeof *x->procs);
+        if (!x->procs) {
+            snprintf(x->err, x->errlen, "out of memory");
+            goto done;
+        }
+        x->nprocs = 1;
+        x->procs[0].id = 1;
+        char *end = NULL;
+        x->procs[0].pid = has_pid ? strtoll(pid, &end, 10) : 1;
+        if (has_pid && (end == pid || *end != '\0'))
+            x->procs[0].pid = 1; /* an unreadable pid only loses the label, not the export */
+        snprintf(x->procs[0].name, sizeof x->procs[0].name, "%s", has_name && *name ? name : "traced process");
+    }
+    sqlite3_finalize(st);
+    st = NULL;
+    if (sql_prepare(x,
+                    x->has_processes ? "SELECT id, COALESCE(process_id, 1) FROM threads ORDER BY id"
+                                     : "SELECT id, 1 FROM threads ORDER BY id",
+                    &st) != 0)
+        goto done;
+    while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+        struct thread_of *t = realloc(x->threads, (x->nthreads + 1) * sizeof *t);
+        if (!t) {
+            snprintf(x->err, x->errlen, "out of memory");
+            goto done;
+        }
+        x->threads = t;
+        t[x->nthreads++] = (struct thread_of){int_of(st, 0), process_index(x, int_of(st, 1))};
+    }
+    if (step != SQLITE_DONE) {
+        sql_fail(x);
+        goto done;
+    }
+    sqlite3_finalize(st);
+    st = NULL;
+    if (sql_prepare(x, "SELECT DISTINCT thread_id FROM runs", &st) != 0)
+        goto done;
+    while ((step = sqlite3_step(st)) == SQLITE_ROW)
+        x->procs[process_of_thread(x, int_of(st, 0))].has_runs = 1;
+    rc = step == SQLITE_DONE ? 0 : sql_fail(x);
+done:
+    sqlite3_finalize(st);
+    return rc;
 }
 
 /* ---- metadata: names and order of the process and its tracks ---- */
 
 static int emit_names(struct export_ctx *x)
 {
-    char name[1024], pid[64];
-    int has_pid = read_meta(x, "pid", pid, sizeof pid);
-    int has_name = has_pid < 0 ? -1 : read_meta(x, "command_line", name, sizeof name);
-    if (has_name < 0)
-        return -1;
-    char *end = NULL;
-    x->pid = has_pid ? strtoll(pid, &end, 10) : 1;
-    if (has_pid && (end == pid || *end != '\0'))
-        x->pid = 1; /* an unreadable pid only loses the label, not the export */
-    if (emit(x, metadata(x, "process_name", 0, "name", json_string(has_name && *name ? name : "traced process"))))
-        return -1;
-
+    for (size_t i = 0; i < x->nprocs; i++)
+        if (emit(x, metadata(x->procs[i].pid, "process_name", 0, "name", json_string(json_safe(x->procs[i].name)))) !=
+                0 ||
+            (x->nprocs > 1 &&
+             emit(x, metadata(x->procs[i].pid, "process_sort_index", 0, "sort_index", json_integer(x->procs[i].id)))))
+            return -1;
     sqlite3_stmt *st = NULL;
     int rc = -1, step;
     if (sql_prepare(x,
@@ -336,39 +510,39 @@ static int emit_names(struct export_ctx *x)
         goto done;
     while ((step = sqlite3_step(st)) == SQLITE_ROW) {
         char fallback[64];
+        long long pid = pid_of_thread(x, int_of(st, 0));
         snprintf(fallback, sizeof fallback, "thread %lld", int_of(st, 1));
         json_t *ev = json_pack("{s:s, s:s, s:I, s:I, s:{s:s, s:I}}", "name", "thread_name", "ph", "M", "pid",
-                               (json_int_t)x->pid, "tid", (json_int_t)int_of(st, 0), "args", "name",
+                               (json_int_t)pid, "tid", (json_int_t)int_of(st, 0), "args", "name",
                                text_or(st, 2, fallback), "os_tid", (json_int_t)int_of(st, 1));
         if (emit(x, ev) != 0 ||
-            emit(x, metadata(x, "thread_sort_index", int_of(st, 0), "sort_index", json_integer(int_of(st, 0)))) != 0)
+            emit(x, metadata(pid, "thread_sort_index", int_of(st, 0), "sort_index", json_integer(int_of(st, 0)))) != 0)
             goto done;
     }
     if (step != SQLITE_DONE) {
         sql_fail(x);
         goto done;
     }
-    sqlite3_finalize(st);
-    st = NULL;
-    if (sql_prepare(x, "SELECT EXISTS (SELECT 1 FROM runs)", &st) != 0 || sqlite3_step(st) != SQLITE_ROW) {
-        sql_fail(x);
-        goto done;
-    }
     /* Runs first, above the threads; kernel streams below them. */
-    if (sqlite3_column_int(st, 0) &&
-        (emit(x, metadata(x, "thread_name", WS_CHROME_RUNS_TID, "name", json_string("runs"))) != 0 ||
-         emit(x, metadata(x, "thread_sort_index", WS_CHROME_RUNS_TID, "sort_index", json_integer(-1))) != 0))
-        goto done;
+    for (size_t i = 0; i < x->nprocs; i++)
+        if (x->procs[i].has_runs &&
+            (emit(x, metadata(x->procs[i].pid, "thread_name", WS_CHROME_RUNS_TID, "name", json_string("runs"))) != 0 ||
+             emit(x, metadata(x->procs[i].pid, "thread_sort_index", WS_CHROME_RUNS_TID, "sort_index",
+                              json_integer(-1))) != 0))
+            goto done;
+    long long k = 0;
     for (size_t i = 0; i < x->nstreams; i++) {
         char label[64];
+        if (i > 0 && x->streams[i].process != x->streams[i - 1].process)
+            k = 0;
         if (x->streams[i].known)
             snprintf(label, sizeof label, "stream 0x%llx%s", (unsigned long long)x->streams[i].stream,
                      x->streams[i].stream == 0 ? " (default)" : "");
         else
             snprintf(label, sizeof label, "stream (not recorded)");
-        long long tid = WS_CHROME_STREAM_TID + (long long)i;
-        if (emit(x, metadata(x, "thread_name", tid, "name", json_string(label))) != 0 ||
-            emit(x, metadata(x, "thread_sort_index", tid, "sort_index", json_integer(tid))) != 0)
+        long long tid = WS_CHROME_STREAM_TID + k++, pid = x->procs[process_index(x, x->streams[i].process)].pid;
+        if (emit(x, metadata(pid, "thread_name", tid, "name", json_string(label))) != 0 ||
+            emit(x, metadata(pid, "thread_sort_index", tid, "sort_index", json_integer(tid))) != 0)
             goto done;
     }
     rc = 0;
@@ -408,7 +582,8 @@ static int emit_run(struct export_ctx *x, sqlite3_stmt *st)
         json_object_set_new(args, "unclosed", json_true());
     return emit(x, json_pack("{s:s, s:s, s:s, s:f, s:f, s:I, s:I, s:o}", "name", name, "cat", "run", "ph", "X", "ts",
                              rel_us(x, start), "dur", (double)(end > start ? end - start : 0) / 1000.0, "pid",
-                             (json_int_t)x->pid, "tid", (json_int_t)WS_CHROME_RUNS_TID, "args", args));
+                             (json_int_t)pid_of_thread(x, int_of(st, 2)), "tid", (json_int_t)WS_CHROME_RUNS_TID, "args",
+                             args));
 }
 
 enum {
@@ -470,14 +645,14 @@ static int emit_range(struct export_ctx *x, sqlite3_stmt *st)
     if (end < start)
         end = start;
     const char *name = text_or(st, R_NAME, "(unnamed range)");
-    json_int_t tid = int_of(st, R_THREAD);
+    json_int_t tid = int_of(st, R_THREAD), pid = pid_of_thread(x, tid);
     if (strcmp(text_or(st, R_KIND, "push"), "startend") != 0)
         return emit(x, json_pack("{s:s, s:s, s:s, s:f, s:f, s:I, s:I, s:o}", "name", name, "cat", "node", "ph", "X",
-                                 "ts", rel_us(x, start), "dur", (double)(end - start) / 1000.0, "pid",
-                                 (json_int_t)x->pid, "tid", tid, "args", range_args(st)));
+                                 "ts", rel_us(x, start), "dur", (double)(end - start) / 1000.0, "pid", pid, "tid", tid,
+                                 "args", range_args(st)));
     return emit(x, json_pack("{s:s, s:s, s:s, s:I, s:f, s:I, s:I, s:o}", "name", name, "cat", "range", "ph", "b", "id",
-                             (json_int_t)int_of(st, R_ID), "ts", rel_us(x, start), "pid", (json_int_t)x->pid, "tid",
-                             tid, "args", range_args(st)));
+                             (json_int_t)int_of(st, R_ID), "ts", rel_us(x, start), "pid", pid, "tid", tid, "args",
+                             range_args(st)));
 }
 
 static int emit_range_end(struct export_ctx *x, sqlite3_stmt *st)
@@ -485,7 +660,7 @@ static int emit_range_end(struct export_ctx *x, sqlite3_stmt *st)
     json_int_t tid = is_null(st, 2) ? (json_int_t)int_of(st, 1) : (json_int_t)int_of(st, 2);
     return emit(x, json_pack("{s:s, s:s, s:s, s:I, s:f, s:I, s:I}", "name", text_or(st, 3, "(unnamed range)"), "cat",
                              "range", "ph", "e", "id", (json_int_t)int_of(st, 0), "ts", rel_us(x, int_of(st, 4)), "pid",
-                             (json_int_t)x->pid, "tid", tid));
+                             (json_int_t)pid_of_thread(x, int_of(st, 1)), "tid", tid));
 }
 
 enum { L_NS, L_THREAD, L_KERNEL, L_API, L_GX, L_GY, L_GZ, L_BX, L_BY, L_BZ, L_SHARED, L_STREAM, L_STATUS, L_NODE };
@@ -500,8 +675,9 @@ static int emit_launch(struct export_ctx *x, sqlite3_stmt *st)
         int_or_null(st, L_SHARED), "stream", hex_or_null(st, L_STREAM), "node", text_or_null(st, L_NODE), "api",
         text_or(st, L_API, ""), "status", (json_int_t)int_of(st, L_STATUS), "thread", (json_int_t)int_of(st, L_THREAD));
     const char *name = text_or(st, L_KERNEL, text_or(st, L_API, "kernel"));
-    return emit(x, instant(x, name, int_of(st, L_STATUS) ? "kernel,error" : "kernel", int_of(st, L_NS),
-                           stream_tid(x, st, L_STREAM), args));
+    const struct process *p = &x->procs[process_of_thread(x, int_of(st, L_THREAD))];
+    return emit(x, instant_on(x, name, int_of(st, L_STATUS) ? "kernel,error" : "kernel", int_of(st, L_NS), p->pid,
+                              stream_tid(x, p->id, st, L_STREAM), args));
 }
 
 enum { A_ID, A_API, A_MEMORY, A_DEVICE, A_ADDRESS, A_REQUESTED, A_BYTES, A_STATUS, A_THREAD, A_NS, A_NODE, A_STREAM };
@@ -534,9 +710,10 @@ static int emit_free(struct export_ctx *x, sqlite3_stmt *st)
 static int emit_counter_pair(struct export_ctx *x, const struct device_live *d, long long ns)
 {
     char name[96];
+    json_int_t pid = x->procs[process_index(x, d->process)].pid;
     snprintf(name, sizeof name, "live device bytes (device %lld)", d->device);
     if (emit(x, json_pack("{s:s, s:s, s:s, s:f, s:I, s:I, s:{s:I}}", "name", name, "cat", "memory", "ph", "C", "ts",
-                          rel_us(x, ns), "pid", (json_int_t)x->pid, "tid", 0, "args", "bytes", (json_int_t)d->live)))
+                          rel_us(x, ns), "pid", pid, "tid", 0, "args", "bytes", (json_int_t)d->live)))
         return -1;
     if (!x->have_classes)
         return 0;
@@ -545,17 +722,17 @@ static int emit_counter_pair(struct export_ctx *x, const struct device_live *d, 
         json_object_set_new(args, ws_class_name(c), json_integer(d->by_class[c]));
     snprintf(name, sizeof name, "live bytes by class (device %lld)", d->device);
     return emit(x, json_pack("{s:s, s:s, s:s, s:f, s:I, s:I, s:o}", "name", name, "cat", "memory", "ph", "C", "ts",
-                             rel_us(x, ns), "pid", (json_int_t)x->pid, "tid", 0, "args", args));
+                             rel_us(x, ns), "pid", pid, "tid", 0, "args", args));
 }
 
 /* One counter value after every allocation and free of device and managed memory: the running
  * sum of the live_bytes view, per device and per class. */
 static int emit_counter(struct export_ctx *x, sqlite3_stmt *st)
 {
-    long long device = int_of(st, 1), delta = int_of(st, 3);
+    long long device = int_of(st, 1), delta = int_of(st, 3), process = int_of(st, 5);
     struct device_live *d = NULL;
     for (size_t i = 0; i < x->ndevices && !d; i++)
-        if (x->devices[i].device == device)
+        if (x->devices[i].device == device && x->devices[i].process == process)
             d = &x->devices[i];
     if (!d) {
         snprintf(x->err, x->errlen, "the trace changed while it was exported");
@@ -666,11 +843,16 @@ static struct cursor cursor_table[] = {
      " a.free_ns, n.value, a.free_stream FROM allocations a LEFT JOIN ranges r ON r.id = a.free_range_id"
      " LEFT JOIN strings n ON n.id = r.name_id WHERE a.status = 0 AND a.free_ns IS NOT NULL ORDER BY a.free_ns, a.id",
      7, emit_free, 1, NULL, 0, NULL, NULL},
-    {"WITH da AS (SELECT id, device, bytes, alloc_ns, free_ns FROM allocations"
+    {"WITH da AS (SELECT a.id, a.device, a.bytes, a.alloc_ns, a.free_ns, COALESCE(t.process_id, 1) AS process"
+     "  FROM allocations a LEFT JOIN threads t ON t.id = a.thread_id"
+     "  WHERE a.status = 0 AND a.memory IN ('device', 'managed'))"
+     " SELECT id, device, alloc_ns AS ns, bytes, 0 AS ord, process FROM da"
+     " UNION ALL SELECT id, device, free_ns, -bytes, 1, process FROM da WHERE free_ns IS NOT NULL ORDER BY ns, ord, id",
+     2, emit_counter, 1, NULL, 0, "threads.process_id",
+     "WITH da AS (SELECT id, device, bytes, alloc_ns, free_ns FROM allocations"
      "  WHERE status = 0 AND memory IN ('device', 'managed'))"
-     " SELECT id, device, alloc_ns AS ns, bytes, 0 AS ord FROM da"
-     " UNION ALL SELECT id, device, free_ns, -bytes, 1 FROM da WHERE free_ns IS NOT NULL ORDER BY ns, ord, id",
-     2, emit_counter, 1, NULL, 0, NULL, NULL},
+     " SELECT id, device, alloc_ns AS ns, bytes, 0 AS ord, 1 FROM da"
+     " UNION ALL SELECT id, device, free_ns, -bytes, 1, 1 FROM da WHERE free_ns IS NOT NULL ORDER BY ns, ord, id"},
     /* start/end ranges close where they end: after every event at that time */
     {"SELECT r.id, r.thread_id, r.end_thread_id, s.value, COALESCE(r.end_ns, ?1) AS t FROM ranges r"
      " LEFT JOIN strings s ON s.id = r.name_id WHERE r.kind = 'startend' ORDER BY t, r.id",
@@ -678,26 +860,6 @@ static struct cursor cursor_table[] = {
 };
 
 #define NCURSORS (sizeof cursor_table / sizeof cursor_table[0])
-
-/* 1 when every table named in names (space-separated) is in the trace. */
-static int tables_exist(struct export_ctx *x, const char *names)
-{
-    char name[64];
-    for (const char *p = names; *p;) {
-        size_t n = strcspn(p, " ");
-        snprintf(name, sizeof name, "%.*s", (int)n, p);
-        sqlite3_stmt *st = NULL;
-        int found = sqlite3_prepare_v2(x->db, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?1", -1, &st,
-                                       NULL) == SQLITE_OK &&
-                    sqlite3_bind_text(st, 1, name, -1, SQLITE_TRANSIENT) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW;
-        sqlite3_finalize(st);
-        if (!found)
-            return 0;
-        p += n;
-        p += *p == ' ';
-    }
-    return 1;
-}
 
 static int cursor_step(struct export_ctx *x, struct cursor *c)
 {
@@ -777,8 +939,9 @@ static int write_header(struct export_ctx *x, const char *trace)
 
 static int write_document(struct export_ctx *x, const char *trace)
 {
-    if (read_bounds(x) != 0 || read_devices(x) != 0 || read_streams(x) != 0 || write_header(x, trace) != 0 ||
-        emit_names(x) != 0)
+    x->has_processes = tables_exist(x, "threads.process_id");
+    if (read_bounds(x) != 0 || read_processes(x) != 0 || read_devices(x) != 0 || read_streams(x) != 0 ||
+        write_header(x, trace) != 0 || emit_names(x) != 0)
         return -1;
     for (size_t i = 0; i < x->ndevices; i++) /* every counter starts at 0 at the trace start */
         if (emit_counter_pair(x, &x->devices[i], x->t0_ns) != 0)
@@ -795,7 +958,7 @@ static int write_document(struct export_ctx *x, const char *trace)
 int ws_chrome_export(sqlite3 *db, const char *trace, FILE *out, const struct ws_chrome_options *o, char *err,
                      size_t errlen)
 {
-    struct export_ctx x = {.db = db, .out = out, .o = o, .pid = 1, .err = err, .errlen = errlen};
+    struct export_ctx x = {.db = db, .out = out, .o = o, .err = err, .errlen = errlen};
     load_classes(&x, trace);
     char what[96];
     snprintf(what, sizeof what, "exporting %s", trace);
@@ -806,6 +969,8 @@ int ws_chrome_export(sqlite3 *db, const char *trace, FILE *out, const struct ws_
         ws_analysis_free(&x.an);
     free(x.devices);
     free(x.streams);
+    free(x.procs);
+    free(x.threads);
     free(x.buf);
     return rc;
 }

@@ -546,9 +546,18 @@ static void put_devices(const struct view_model *m, FILE *out)
     fputc('[', out);
     for (size_t d = 0; d < m->ndevices; d++) {
         const struct view_device *dev = &m->devices[d];
-        fprintf(out, "%s{\"device\":%lld,\"peak\":%lld,\"peak_ns\":%lld,\"allocs\":%zu,\"yspan\":%llu,\"segments\":[",
-                d ? "," : "", (long long)dev->device, (long long)dev->peak, (long long)(dev->peak_ns - m->t0),
-                dev->allocs, (unsigned long long)dev->yspan);
+        fprintf(out,
+                "%s{\"device\":%lld,\"process\":%lld,\"peak\":%lld,\"peak_ns\":%lld,\"allocs\":%zu,\"yspan\":%llu,"
+                "\"process_name\":",
+                d ? "," : "", (long long)dev->device, (long long)dev->process, (long long)dev->peak,
+                (long long)(dev->peak_ns - m->t0), dev->allocs, (unsigned long long)dev->yspan);
+        const char *pname =
+            dev->process >= 1 && (size_t)dev->process <= m->nprocesses ? m->process_names[dev->process - 1] : NULL;
+        if (pname && m->nprocesses > 1)
+            put_string(out, pname);
+        else
+            fputs("null", out);
+        fputs(",\"segments\":[", out);
         for (size_t s = 0; s < dev->nsegments; s++) {
             fputs(s ? ",[" : "[", out);
             put_hex(out, dev->segments[s].lo);

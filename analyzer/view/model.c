@@ -126,9 +126,12 @@ static int read_threads(struct view_model *m, char *err, size_t errlen)
 {
     sqlite3_stmt *st = NULL;
     int rc = -1, step;
+    int processes = view_column_exists(m->db, "threads", "process_id");
     if (sqlite3_prepare_v2(m->db,
-                           "SELECT t.id, t.os_tid, s.value FROM threads t LEFT JOIN strings s ON s.id = t.name_id"
-                           " ORDER BY t.id",
+                           processes ? "SELECT t.id, t.os_tid, s.value, COALESCE(t.process_id, 1) FROM threads t"
+                                       " LEFT JOIN strings s ON s.id = t.name_id ORDER BY t.id"
+                                     : "SELECT t.id, t.os_tid, s.value, 1 FROM threads t"
+                                       " LEFT JOIN strings s ON s.id = t.name_id ORDER BY t.id",
                            -1, &st, NULL) != SQLITE_OK)
         return fail(m, err, errlen, "reading threads");
     while ((step = sqlite3_step(st)) == SQLITE_ROW) {
@@ -141,6 +144,7 @@ static int read_threads(struct view_model *m, char *err, size_t errlen)
         t = &t[m->nthreads++];
         t->id = sqlite3_column_int64(st, 0);
         t->os_tid = sqlite3_column_int64(st, 1);
+        t->process = sqlite3_column_int64(st, 3);
         t->name = sqlite3_column_type(st, 2) == SQLITE_NULL ? NULL : strdup(text(st, 2, ""));
     }
     rc = step == SQLITE_DONE ? 0 : fail(m, err, errlen, "reading threads");
@@ -155,6 +159,50 @@ static int32_t thread_index(const struct view_model *m, int64_t id)
         if (m->threads[i].id == id)
             return (int32_t)i;
     return -1;
+}
+
+/* Names of the processes of a merged trace: "rank R on HOST (pid P)". */
+static int read_processes(struct view_model *m, char *err, size_t errlen)
+{
+    if (!view_table_exists(m->db, "processes") || !view_column_exists(m->db, "processes", "rank") ||
+        !view_column_exists(m->db, "processes", "host") || !view_column_exists(m->db, "processes", "pid"))
+        return 0;
+    sqlite3_stmt *st = NULL;
+    int rc = 0, step;
+    if (sqlite3_prepare_v2(m->db, "SELECT id, rank, host, pid FROM processes WHERE id > 0 AND id < 1000000 ORDER BY id",
+                           -1, &st, NULL) != SQLITE_OK)
+        return fail(m, err, errlen, "reading processes");
+    while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+        size_t id = (size_t)sqlite3_column_int64(st, 0);
+        if (id > m->nprocesses) {
+            char **names = realloc(m->process_names, id * sizeof *names);
+            if (!names) {
+                rc = oom(m, err, errlen);
+                break;
+            }
+            for (size_t i = m->nprocesses; i < id; i++)
+                names[i] = NULL;
+            m->process_names = names;
+            m->nprocesses = id;
+        }
+        char label[256];
+        int n = snprintf(label, sizeof label, "process %zu", id);
+        if (sqlite3_column_type(st, 1) != SQLITE_NULL)
+            n = snprintf(label, sizeof label, "rank %lld", (long long)sqlite3_column_int64(st, 1));
+        if (sqlite3_column_type(st, 2) != SQLITE_NULL && n > 0 && (size_t)n < sizeof label)
+            n += snprintf(label + n, sizeof label - (size_t)n, " on %s", text(st, 2, ""));
+        if (sqlite3_column_type(st, 3) != SQLITE_NULL && n > 0 && (size_t)n < sizeof label)
+            snprintf(label + n, sizeof label - (size_t)n, " (pid %lld)", (long long)sqlite3_column_int64(st, 3));
+        free(m->process_names[id - 1]);
+        if (!(m->process_names[id - 1] = strdup(label))) {
+            rc = oom(m, err, errlen);
+            break;
+        }
+    }
+    if (rc == 0 && step != SQLITE_DONE)
+        rc = fail(m, err, errlen, "reading processes");
+    sqlite3_finalize(st);
+    return rc;
 }
 
 /* ---- layers ---- */
@@ -249,16 +297,17 @@ static int read_layers(struct view_model *m, int32_t **range_layer, char *err, s
 
 /* ---- allocations ---- */
 
-static int32_t device_index(struct view_model *m, int64_t device)
+static int32_t device_index(struct view_model *m, int64_t process, int64_t device)
 {
     for (size_t i = 0; i < m->ndevices; i++)
-        if (m->devices[i].device == device)
+        if (m->devices[i].device == device && m->devices[i].process == process)
             return (int32_t)i;
     struct view_device *d = realloc(m->devices, (m->ndevices + 1) * sizeof *d);
     if (!d)
         return -1;
     m->devices = d;
     memset(&d[m->ndevices], 0, sizeof *d);
+    d[m->ndevices].process = process;
     d[m->ndevices].device = device;
     return (int32_t)m->ndevices++;
 }
@@ -373,7 +422,7 @@ static int read_allocations(struct view_model *m, const int32_t *range_layer, ch
             a->cls = VIEW_CLASS_POOL;
             m->have_pool = 1;
         }
-        a->device = device_index(m, device);
+        a->device = device_index(m, a->thread >= 0 ? m->threads[a->thread].process : 1, device);
         if (a->api < 0 || a->device < 0) {
             oom(m, err, errlen);
             goto done;
@@ -724,7 +773,8 @@ int view_model_load(struct view_model *m, sqlite3 *db, const char *trace, char *
         sqlite3_step(st) == SQLITE_ROW)
         anything = sqlite3_column_int(st, 0);
     sqlite3_finalize(st);
-    if (read_meta(m, err, errlen) != 0 || read_bounds(m, err, errlen) != 0 || read_threads(m, err, errlen) != 0)
+    if (read_meta(m, err, errlen) != 0 || read_bounds(m, err, errlen) != 0 || read_threads(m, err, errlen) != 0 ||
+        read_processes(m, err, errlen) != 0)
         goto out;
     if (anything) {
         if (ws_analysis_load(db, trace, &m->an, err, errlen) != 0)
@@ -798,5 +848,8 @@ void view_model_free(struct view_model *m)
     }
     free(m->meta_keys);
     free(m->meta_values);
+    for (size_t i = 0; i < m->nprocesses; i++)
+        free(m->process_names[i]);
+    free(m->process_names);
     memset(m, 0, sizeof *m);
 }

@@ -55,8 +55,8 @@ struct view_segment { /* a stretch of addresses in use, drawn without the gaps a
     uint64_t lo, len, ybase;
 };
 
-struct view_device {
-    int64_t device;
+struct view_device { /* live bytes run per process and device, as in the live_bytes view */
+    int64_t process, device;
     int64_t peak, peak_ns;
     size_t allocs;
     struct view_segment *segments;
@@ -65,7 +65,7 @@ struct view_device {
 };
 
 struct view_thread {
-    int64_t id, os_tid;
+    int64_t id, os_tid, process; /* process: processes.id (1 without the column) */
     char *name;
 };
 
@@ -115,6 +115,8 @@ struct view_model {
     size_t ntables;
     char **meta_keys, **meta_values;
     size_t nmeta;
+    char **process_names; /* by processes.id - 1 when the trace has processes, else NULL */
+    size_t nprocesses;
 };
 
 int view_model_load(struct view_model *m, sqlite3 *db, const char *trace, char *err, size_t errlen);

@@ -753,7 +753,7 @@
     S.plannedOnly = HASH.get('planned') === '1';
     $('stack').value = S.stack; $('colour').value = S.colour; $('planned-only').checked = S.plannedOnly;
     const dsel = $('device');
-    D.devices.forEach((d, i) => option(dsel, i, 'device ' + d.device));
+    D.devices.forEach((d, i) => option(dsel, i, (d.process_name ? d.process_name + ' · ' : '') + 'device ' + d.device));
     dsel.value = String(S.dev);
     dsel.addEventListener('change', () => { S.dev = Number(dsel.value); detailTop = null; schedule(); });
     const ssel = $('shape');

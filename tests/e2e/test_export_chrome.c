@@ -254,7 +254,8 @@ static const char trace_sql[] =
     "INSERT INTO meta(key, value) VALUES ('pid', '4242'), ('command_line', 'app --flag');"
     "INSERT INTO strings(id, value) VALUES (1, 'main'), (2, '/model/a'), (3, '/model/b'), (4, '/model/w'),"
     " (5, 'span'), (6, 'kern_a'), (7, 'batch=1'), (8, 'checkpoint'), (9, '/model/b/inner'), (10, 'kern_b');"
-    "INSERT INTO threads VALUES (1, 100, 1, 1000, 100000), (2, 101, NULL, 1500, 60000);"
+    "INSERT INTO threads(id, os_tid, name_id, first_ns, last_ns) VALUES (1, 100, 1, 1000, 100000),"
+    " (2, 101, NULL, 1500, 60000);"
     "INSERT INTO runs VALUES (1, 1, 7, 1000, 50000), (2, 1, NULL, 50000, 100000);"
     "INSERT INTO ranges VALUES (1, 1, 1, 2, 0, 'push', 'nvtx', NULL, 0, 1, 2000, 5000),"
     " (2, 1, 1, 3, 0, 'push', 'nvtx', NULL, 0, 1, 5000, 9000),"
@@ -522,5 +523,69 @@ Test(chrome, nvtx_attributes_and_unbalanced_ranges)
     cr_expect_str_eq(str_of(json_object_get(pop, "args"), "node"), "/model/b");
     cr_expect_eq(json_integer_value(json_object_get(json_object_get(end, "args"), "range")), 77);
     cr_expect_eq(json_integer_value(json_object_get(end, "tid")), 2);
+    json_decref(events);
+}
+
+/* Two processes (schema version 2, as wstrace merge writes them): thread 2 is rank 1's.  Each
+ * process is its own pid, with its own threads, streams and live-bytes counters:
+ *   process 1, device 0: allocations 2, 3, 4: 0, 1024, 3072, 2048, 2560, 512
+ *   process 2, device 0: allocation 1:       0, 256, 0 */
+Test(chrome, one_pid_per_process)
+{
+    const char *path = make_trace();
+    sqlite3 *db = NULL;
+    char err[512];
+    cr_assert_eq(sqlite3_open(path, &db), SQLITE_OK);
+    cr_assert_eq(ws_tracedb_exec(db,
+                                 "DELETE FROM processes;"
+                                 "INSERT INTO processes(id, pid, host, rank, source, command_line) VALUES"
+                                 " (1, 4242, 'node-a', 0, 'tracer', 'train.py'), (2, 5151, 'node-b', 1, 'tracer',"
+                                 " 'train.py');"
+                                 "UPDATE threads SET process_id = 2 WHERE id = 2;",
+                                 err, sizeof err),
+                 0, "%s", err);
+    sqlite3_close(db);
+    const char *out = in_dir("out.json");
+    export_to(path, out);
+    struct checker c;
+    json_t *events = check_document(out, &c);
+    cr_expect_eq(c.out_of_order, 0);
+    size_t i;
+    json_t *ev;
+    int names = 0;
+    json_array_foreach(events, i, ev) if (!strcmp(str_of(ev, "ph"), "M") && !strcmp(str_of(ev, "name"), "process_name"))
+    {
+        long long pid = json_integer_value(json_object_get(ev, "pid"));
+        const char *label = str_of(json_object_get(ev, "args"), "name");
+        cr_expect_str_eq(label, pid == 4242 ? "train.py (rank 0 on node-a)" : "train.py (rank 1 on node-b)");
+        names++;
+    }
+    cr_expect_eq(names, 2);
+    json_t *w = find(events, "X", "/model/w"); /* thread 2's range */
+    cr_assert_not_null(w);
+    cr_expect_eq(json_integer_value(json_object_get(w, "pid")), 5151);
+    json_t *kb = find(events, "i", "kern_b"); /* launched by thread 2 */
+    cr_assert_not_null(kb);
+    cr_expect_eq(json_integer_value(json_object_get(kb, "pid")), 5151);
+    static const long long p1[] = {0, 1024, 3072, 2048, 2560, 512}, p2[] = {0, 256, 0};
+    const struct {
+        long long pid;
+        const long long *want;
+        size_t n;
+    } tracks[] = {{4242, p1, 6}, {5151, p2, 3}};
+    for (size_t t = 0; t < 2; t++) {
+        size_t k = 0;
+        json_array_foreach(events, i, ev)
+        {
+            if (strcmp(str_of(ev, "ph"), "C") || strcmp(str_of(ev, "name"), "live device bytes (device 0)") ||
+                json_integer_value(json_object_get(ev, "pid")) != tracks[t].pid)
+                continue;
+            cr_assert_lt(k, tracks[t].n);
+            cr_expect_eq(json_integer_value(json_object_get(json_object_get(ev, "args"), "bytes")), tracks[t].want[k],
+                         "pid %lld value %zu", tracks[t].pid, k);
+            k++;
+        }
+        cr_expect_eq(k, tracks[t].n, "pid %lld: %zu values", tracks[t].pid, k);
+    }
     json_decref(events);
 }

@@ -589,7 +589,7 @@ Test(view, hostile_names_stay_text)
     cr_assert_eq(run(rec, NULL, err, sizeof err), 0, "%s", err);
     cr_assert_eq(sqlite3_open(trace, &db), SQLITE_OK);
     const char *sql =
-        "INSERT OR REPLACE INTO threads VALUES (1, 1, NULL, 1000, 9000);"
+        "INSERT OR REPLACE INTO threads(id, os_tid, name_id, first_ns, last_ns) VALUES (1, 1, NULL, 1000, 9000);"
         "INSERT INTO strings(id, value) VALUES (101, '</script><script>window.pwned = 1</script>'),"
         " (102, '<img src=x onerror=\"window.pwned = 2\">'), (103, CAST(X'2F6D6F64656C2FFF' AS TEXT)),"
         " (104, 'quote \" backslash \\ amp & line' || char(8232) || 'sep <!-- -->');"
