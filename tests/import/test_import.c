@@ -93,6 +93,7 @@ static void analyses_run(const char *trace)
     cr_expect_eq(run("%s report --baseline %s --candidate %s >/dev/null", BIN, trace, trace), 0);
     cr_expect_eq(run("%s report --ranks %s >/dev/null", BIN, trace), 0);
     cr_expect_eq(run("%s export %s --format chrome -o %s.json", BIN, trace, trace), 0);
+    cr_expect_eq(run("%s view --quiet %s -o %s.html", BIN, trace, trace), 0);
 }
 
 /* ---- Nsight Systems ---- */
