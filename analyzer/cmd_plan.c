@@ -2,6 +2,7 @@
  * wstrace plan: a static memory layout for one run of each shape key of a trace (tables plans
  * and plan_blocks), or for a standalone problem in CSV form (--problem).
  */
+#include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <jansson.h>
@@ -14,7 +15,6 @@
 #include "progress.h"
 #include "outfile.h"
 #include "planner.h"
-#include "problem_csv.h"
 #include "svg_plan.h"
 #include "tracedb.h"
 
@@ -23,16 +23,17 @@ struct plan_args {
     uint64_t align;
     int align_given;
     double time_limit;
-    uint64_t seed;
+    uint64_t work_limit, seed;
     int json;
 };
 
 static void plan_usage(FILE *out)
 {
     fprintf(out,
-            "usage: wstrace plan TRACE [--svg FILE.svg] [--align N] [--time-limit S] [--seed N] [--json]\n"
+            "usage: wstrace plan TRACE [--svg FILE.svg] [--align N] [--time-limit S] [--work-limit N] [--seed N]\n"
+            "                    [--json]\n"
             "       wstrace plan --problem FILE.csv [-o OUT.csv] [--svg FILE.svg] [--align N] [--time-limit S]\n"
-            "                    [--seed N] [--json]\n\n"
+            "                    [--work-limit N] [--seed N] [--json]\n\n"
             "Compute a static memory layout: an offset in one backing buffer for every block, no two blocks\n"
             "alive at the same time sharing an address.\n\n"
             "With TRACE, plans the first run of each shape key from the lifetimes table (computed and written\n"
@@ -40,28 +41,37 @@ static void plan_usage(FILE *out)
             "grown to its Level-2 declaration. Writes the tables plans and plan_blocks (replacing earlier rows).\n\n"
             "With --problem, plans a CSV file id,lower,upper,size[,alignment] (half-open lifetimes\n"
             "[lower, upper)) and writes OUT as the input plus an offset column.\n\n"
+            "Greedy decoders give a first layout; then, within the limits, a decision search proves or\n"
+            "disproves capacities between the best lower bound and the best layout, and a neighbourhood\n"
+            "search improves the layout. It stops early when the layout is proven optimal.\n\n"
             "options:\n"
             "  --problem FILE     plan a standalone CSV problem instead of a trace\n"
-            "  -o, --output OUT   with --problem: write the solution as CSV\n"
+            "  -o, --output OUT   with --problem: write the solution as CSV (written whole or not at all)\n"
             "  --svg FILE         draw the layout: blocks over time and offset, the bounds, live bytes\n"
             "                     (one panel per plan of a trace); a bad path fails before planning\n"
             "  --align N          block alignment in bytes (default 256 for traces, 1 for problems)\n"
-            "  --time-limit S     search for a smaller layout for up to S seconds (default 0: heuristics only)\n"
+            "  --time-limit S     search for up to S seconds per plan (default 1; 0: greedy decoders only,\n"
+            "                     unless --work-limit is given)\n"
+            "  --work-limit N     search for up to N steps per plan (search nodes and buffers re-placed);\n"
+            "                     alone (with --time-limit 0) the result is the same on every machine\n"
             "  --seed N           seed of the search (default 1)\n"
             "  --json             print JSON instead of a table\n"
             "  -q, --quiet        no progress line on a terminal (drawn during a --time-limit search)\n"
             "  -h, --help         show this help\n\n"
             "Reported: the load bound (largest total of blocks alive at one moment: no layout is smaller),\n"
-            "the planned peak (size of the backing buffer) and, for traces, the dynamic peak observed.\n");
+            "the best lower bound proven (the load bound, or more when the search proved smaller sizes\n"
+            "impossible), the planned peak (size of the backing buffer), the gap between the two, whether\n"
+            "the layout is proven optimal and, for traces, the dynamic peak observed.\n");
 }
 
 static int parse_number(const char *opt, const char *text, uint64_t *out)
 {
     char *end;
-    if (*text == '-' || *text == '\0')
+    if (*text < '0' || *text > '9')
         goto bad;
+    errno = 0;
     unsigned long long v = strtoull(text, &end, 10);
-    if (*end)
+    if (*end || errno == ERANGE)
         goto bad;
     *out = v;
     return 0;
@@ -72,21 +82,33 @@ bad:
 
 static int parse_plan_args(int argc, char **argv, struct plan_args *a)
 {
-    static const struct option opts[] = {
-        {"problem", required_argument, NULL, 'p'}, {"output", required_argument, NULL, 'o'},
-        {"align", required_argument, NULL, 'a'},   {"time-limit", required_argument, NULL, 't'},
-        {"seed", required_argument, NULL, 's'},    {"json", no_argument, NULL, 'j'},
-        {"svg", required_argument, NULL, 'g'},     {"quiet", no_argument, NULL, 'q'},
-        {"help", no_argument, NULL, 'h'},          {NULL, 0, NULL, 0}};
+    static const struct option opts[] = {{"problem", required_argument, NULL, 'p'},
+                                         {"output", required_argument, NULL, 'o'},
+                                         {"align", required_argument, NULL, 'a'},
+                                         {"time-limit", required_argument, NULL, 't'},
+                                         {"work-limit", required_argument, NULL, 'w'},
+                                         {"seed", required_argument, NULL, 's'},
+                                         {"json", no_argument, NULL, 'j'},
+                                         {"svg", required_argument, NULL, 'g'},
+                                         {"quiet", no_argument, NULL, 'q'},
+                                         {"help", no_argument, NULL, 'h'},
+                                         {NULL, 0, NULL, 0}};
     memset(a, 0, sizeof *a);
     a->seed = 1;
+    a->time_limit = 1;
     optind = 1;
     ws_progress_set_quiet(0);
     for (int c; (c = getopt_long(argc, argv, "o:qh", opts, NULL)) != -1;) {
         char *end;
         switch (c) {
         case 'p': a->problem = optarg; break;
-        case 'o': a->output = optarg; break;
+        case 'o':
+            if (!strcmp(optarg, "-")) { /* it would be mixed with the table or JSON on stdout */
+                ws_error("-o: expected a file name, not '-'");
+                return -1;
+            }
+            a->output = optarg;
+            break;
         case 'g':
             if (!strcmp(optarg, "-")) { /* it would be mixed with the table or JSON on stdout */
                 ws_error("--svg: expected a file name, not '-'");
@@ -109,6 +131,10 @@ static int parse_plan_args(int argc, char **argv, struct plan_args *a)
                 ws_error("--time-limit: expected seconds (0 to 1000000), got '%s'", optarg);
                 return -1;
             }
+            break;
+        case 'w':
+            if (parse_number("--work-limit", optarg, &a->work_limit))
+                return -1;
             break;
         case 's':
             if (parse_number("--seed", optarg, &a->seed))
@@ -141,10 +167,12 @@ static double ratio(uint64_t peak, uint64_t lb) { return lb ? (double)peak / (do
 
 static int print_problem_json(const char *path, const struct ws_plan_result *r)
 {
-    json_t *o = json_pack(
-        "{s:s, s:I, s:I, s:I, s:f, s:b, s:f, s:s}", "problem", path, "buffers", (json_int_t)r->buffers, "peak_bytes",
-        (json_int_t)r->peak_bytes, "load_bound_bytes", (json_int_t)r->load_bound_bytes, "peak_over_load_bound",
-        ratio(r->peak_bytes, r->load_bound_bytes), "valid", r->valid, "seconds", r->seconds, "algorithm", r->algorithm);
+    json_t *o = json_pack("{s:s, s:I, s:I, s:I, s:I, s:I, s:f, s:b, s:b, s:f, s:I, s:s}", "problem", path, "buffers",
+                          (json_int_t)r->buffers, "peak_bytes", (json_int_t)r->peak_bytes, "load_bound_bytes",
+                          (json_int_t)r->load_bound_bytes, "lower_bound_bytes", (json_int_t)r->lower_bound_bytes,
+                          "gap_bytes", (json_int_t)(r->peak_bytes - r->lower_bound_bytes), "peak_over_load_bound",
+                          ratio(r->peak_bytes, r->load_bound_bytes), "optimal", r->optimal, "valid", r->valid,
+                          "seconds", r->seconds, "work", (json_int_t)r->work, "algorithm", r->algorithm);
     if (!o || json_dumpf(o, stdout, JSON_INDENT(2)) != 0) {
         json_decref(o);
         ws_error("cannot print JSON");
@@ -160,8 +188,13 @@ static void print_problem_table(const char *path, const struct ws_plan_result *r
     printf("problem      %s\n", path);
     printf("buffers      %zu\n", r->buffers);
     printf("load bound   %" PRIu64 " bytes\n", r->load_bound_bytes);
+    printf("lower bound  %" PRIu64 " bytes%s\n", r->lower_bound_bytes,
+           r->lower_bound_bytes > r->load_bound_bytes ? " (proven by the search)" : " (the load bound)");
     printf("peak         %" PRIu64 " bytes\n", r->peak_bytes);
-    printf("peak / LB    %.6f\n", ratio(r->peak_bytes, r->load_bound_bytes));
+    printf("gap          %" PRIu64 " bytes above the lower bound (%.4f %%)\n", r->peak_bytes - r->lower_bound_bytes,
+           r->lower_bound_bytes ? 100.0 * (double)(r->peak_bytes - r->lower_bound_bytes) / (double)r->lower_bound_bytes
+                                : 0.0);
+    printf("optimal      %s\n", r->optimal ? "yes (proven)" : "not proven");
     printf("valid        %s\n", r->valid ? "yes" : "NO");
     printf("time         %.3f s\n", r->seconds);
     printf("algorithm    %s\n", r->algorithm);
@@ -169,22 +202,22 @@ static void print_problem_table(const char *path, const struct ws_plan_result *r
 
 /* The picture's file is opened (as a temporary file) before anything is planned or written, so
  * that a path that cannot be written fails at once and leaves every output as it was. */
-static int open_svg(const struct plan_args *a, struct ws_outfile *svg)
+static int open_output(const char *path, struct ws_outfile *out)
 {
     char err[512];
-    memset(svg, 0, sizeof *svg);
-    if (a->svg && ws_outfile_open(svg, a->svg, err, sizeof err)) {
+    memset(out, 0, sizeof *out);
+    if (path && ws_outfile_open(out, path, err, sizeof err)) {
         ws_error("%s", err);
         return -1;
     }
     return 0;
 }
 
-/* Rename the finished picture into place (ok) or remove it; -1 (message printed) on failure. */
-static int close_svg(struct ws_outfile *svg, int ok)
+/* Rename a finished output into place (ok) or remove it; -1 (message printed) on failure. */
+static int close_output(struct ws_outfile *out, int ok)
 {
     char err[512];
-    if (ws_outfile_close(svg, ok, err, sizeof err) && ok) {
+    if (ws_outfile_close(out, ok, err, sizeof err) && ok) {
         ws_error("%s", err);
         return -1;
     }
@@ -246,19 +279,23 @@ static int solve_with_progress(const char *what, struct ws_plan_buffer *b, size_
 
 static int plan_problem(const struct plan_args *a)
 {
-    struct ws_problem pr;
+    struct ws_problem pr = {0};
     struct ws_plan_result r;
-    struct ws_outfile svg;
+    struct ws_outfile svg, csv;
     char err[512];
     int rc = WS_EXIT_USAGE;
-    if (open_svg(a, &svg))
+    if (open_output(a->svg, &svg))
         return WS_EXIT_USAGE;
-    if (ws_problem_read(a->problem, &pr, err, sizeof err)) {
-        ws_error("%s", err);
-        close_svg(&svg, 0);
+    if (open_output(a->output, &csv)) {
+        close_output(&svg, 0);
         return WS_EXIT_USAGE;
     }
-    struct ws_plan_options o = {a->align, a->time_limit, a->seed};
+    if (ws_problem_read(a->problem, &pr, err, sizeof err)) {
+        ws_error("%s", err);
+        goto out;
+    }
+    struct ws_plan_options o = {
+        .alignment = a->align, .time_limit_s = a->time_limit, .work_limit = a->work_limit, .seed = a->seed};
     char what[160];
     snprintf(what, sizeof what, "planning %s", a->problem);
     if (solve_with_progress(what, pr.buffers, pr.n, &o, &r)) {
@@ -271,17 +308,18 @@ static int plan_problem(const struct plan_args *a)
     }
     if (a->svg && problem_svg(a, &svg, &pr, &r))
         goto out;
-    if (a->output && ws_problem_write(a->output, &pr, err, sizeof err)) {
-        ws_error("%s", err);
+    if (a->output && ws_problem_write(csv.fp, &pr)) {
+        ws_error("%s: cannot write: %s", a->output, strerror(errno));
         goto out;
     }
-    if (close_svg(&svg, 1))
+    if (close_output(&csv, 1) || close_output(&svg, 1))
         goto out;
     if (a->json ? print_problem_json(a->problem, &r) : (print_problem_table(a->problem, &r), 0))
         goto out;
     rc = WS_EXIT_OK;
 out:
-    close_svg(&svg, 0); /* no-op once committed */
+    close_output(&csv, 0); /* no-op once committed */
+    close_output(&svg, 0);
     ws_problem_free(&pr);
     return rc;
 }
@@ -500,7 +538,8 @@ static int dynamic_peak(struct trace_ctx *t, struct trace_plan *p)
 
 static int solve_trace_plan(struct trace_ctx *t, struct trace_plan *p, const struct plan_args *a)
 {
-    struct ws_plan_options o = {a->align, a->time_limit, a->seed};
+    struct ws_plan_options o = {
+        .alignment = a->align, .time_limit_s = a->time_limit, .work_limit = a->work_limit, .seed = a->seed};
     if (read_blocks(t, p, a->align) || dynamic_peak(t, p))
         return -1;
     char what[160];
@@ -604,12 +643,12 @@ static int print_trace_json(const struct trace_ctx *t, uint64_t align)
     for (size_t k = 0; k < t->nplans; k++) {
         const struct trace_plan *p = &t->plans[k];
         const struct ws_plan_result *r = &p->result;
-        json_t *o =
-            json_pack("{s:o, s:I, s:I, s:I, s:I, s:I, s:b, s:s, s:f}", "shape_key",
-                      p->shape_key ? json_string(p->shape_key) : json_null(), "run_id", (json_int_t)p->run_id,
-                      "planned_peak_bytes", (json_int_t)r->peak_bytes, "load_bound_bytes",
-                      (json_int_t)r->load_bound_bytes, "dynamic_peak_bytes", (json_int_t)p->dynamic_peak, "blocks",
-                      (json_int_t)p->n, "valid", r->valid, "algorithm", r->algorithm, "seconds", r->seconds);
+        json_t *o = json_pack("{s:o, s:I, s:I, s:I, s:I, s:I, s:I, s:b, s:b, s:s, s:f}", "shape_key",
+                              p->shape_key ? json_string(p->shape_key) : json_null(), "run_id", (json_int_t)p->run_id,
+                              "planned_peak_bytes", (json_int_t)r->peak_bytes, "load_bound_bytes",
+                              (json_int_t)r->load_bound_bytes, "lower_bound_bytes", (json_int_t)r->lower_bound_bytes,
+                              "dynamic_peak_bytes", (json_int_t)p->dynamic_peak, "blocks", (json_int_t)p->n, "optimal",
+                              r->optimal, "valid", r->valid, "algorithm", r->algorithm, "seconds", r->seconds);
         if (!o || json_array_append_new(plans, o))
             goto out;
     }
@@ -627,17 +666,19 @@ out:
 static void print_trace_table(const struct trace_ctx *t, uint64_t align)
 {
     printf("%s: %zu plan%s, %" PRIu64 "-byte aligned blocks\n\n", t->path, t->nplans, t->nplans == 1 ? "" : "s", align);
-    printf(
-        "| shape key | run | blocks | dynamic peak | load bound | planned peak | planned / LB | saved vs dynamic |\n");
-    printf("|---|---|---|---|---|---|---|---|\n");
+    printf("| shape key | run | blocks | dynamic peak | load bound | lower bound | planned peak | above lower bound | "
+           "optimal | saved vs dynamic |\n");
+    printf("|---|---|---|---|---|---|---|---|---|---|\n");
     for (size_t k = 0; k < t->nplans; k++) {
         const struct trace_plan *p = &t->plans[k];
         const struct ws_plan_result *r = &p->result;
         double saved =
             p->dynamic_peak ? 100.0 * ((double)p->dynamic_peak - (double)r->peak_bytes) / (double)p->dynamic_peak : 0;
-        printf("| %s | %" PRId64 " | %zu | %" PRIu64 " | %" PRIu64 " | %" PRIu64 " | %.4f | %.1f %% |\n",
+        printf("| %s | %" PRId64 " | %zu | %" PRIu64 " | %" PRIu64 " | %" PRIu64 " | %" PRIu64 " | %" PRIu64
+               " bytes | %s | %.1f %% |\n",
                p->shape_key ? p->shape_key : "(none)", p->run_id, p->n, p->dynamic_peak, r->load_bound_bytes,
-               r->peak_bytes, ratio(r->peak_bytes, r->load_bound_bytes), saved);
+               r->lower_bound_bytes, r->peak_bytes, r->peak_bytes - r->lower_bound_bytes,
+               r->optimal ? "proven" : "not proven", saved);
     }
 }
 
@@ -783,11 +824,11 @@ static int plan_trace(const struct plan_args *a)
     struct ws_outfile svg;
     char err[512];
     int rc = WS_EXIT_USAGE;
-    if (open_svg(a, &svg))
+    if (open_output(a->svg, &svg))
         return WS_EXIT_USAGE;
     if (ws_tracedb_open(a->trace, WS_TRACEDB_WRITE, &t.db, err, sizeof err)) {
         ws_error("%s", err);
-        close_svg(&svg, 0);
+        close_output(&svg, 0);
         return WS_EXIT_USAGE;
     }
     int have = have_lifetimes(&t);
@@ -801,13 +842,13 @@ static int plan_trace(const struct plan_args *a)
     /* The picture is drawn before the tables are written and renamed into place after them. */
     if (a->svg && trace_svg(&t, a, &svg))
         goto out;
-    if (write_plans(&t, a->align) || close_svg(&svg, 1))
+    if (write_plans(&t, a->align) || close_output(&svg, 1))
         goto out;
     if (a->json ? print_trace_json(&t, a->align) : (print_trace_table(&t, a->align), 0))
         goto out;
     rc = WS_EXIT_OK;
 out:
-    close_svg(&svg, 0); /* no-op once committed */
+    close_output(&svg, 0); /* no-op once committed */
     for (size_t k = 0; k < t.nplans; k++) {
         free(t.plans[k].buf);
         free(t.plans[k].rows);

@@ -1,5 +1,9 @@
-/* Reading and writing planning problems as CSV (see problem_csv.h and docs/planner.md). */
-#include "problem_csv.h"
+/*
+ * Planning problems as CSV (rules in docs/planner.md): a header naming id,lower,upper,size and
+ * optionally alignment, one buffer a line. A UTF-8 byte order mark, double quotes around a field,
+ * \r\n line ends, blank lines and spaces around values are accepted; anything else is refused
+ * with one line naming the file and line.
+ */
 
 #include <ctype.h>
 #include <errno.h>
@@ -9,6 +13,8 @@
 #include <string.h>
 #include <strings.h>
 #include <unistd.h>
+
+#include "planner.h"
 
 enum { COL_ID, COL_LOWER, COL_UPPER, COL_SIZE, COL_ALIGNMENT, COL_MAX };
 static const char *const column_names[COL_MAX] = {"id", "lower", "upper", "size", "alignment"};
@@ -39,6 +45,17 @@ static char *trim(char *s)
     return s;
 }
 
+/* A field may be written "like this" (as spreadsheets write headers). */
+static char *unquote(char *s)
+{
+    size_t n = strlen(s);
+    if (n >= 2 && s[0] == '"' && s[n - 1] == '"') {
+        s[n - 1] = '\0';
+        return trim(s + 1);
+    }
+    return s;
+}
+
 /* Split line in place at commas; returns the number of fields (at most max + 1 so that an
  * extra column is noticed). */
 static int split(char *line, char **fields, int max)
@@ -52,7 +69,7 @@ static int split(char *line, char **fields, int max)
         *p = '\0';
     }
     for (int i = 0; i < n; i++)
-        fields[i] = trim(fields[i]);
+        fields[i] = unquote(trim(fields[i]));
     return n;
 }
 
@@ -90,7 +107,7 @@ static int parse_header(struct reader *rd, char *line, int *ncols)
     return 0;
 }
 
-static int parse_row(struct reader *rd, char *line, int ncols, struct ws_plan_buffer *b, uint64_t *total)
+static int parse_row(struct reader *rd, char *line, int ncols, struct ws_plan_buffer *b)
 {
     char *f[COL_MAX + 1];
     int n = split(line, f, COL_MAX);
@@ -107,10 +124,8 @@ static int parse_row(struct reader *rd, char *line, int ncols, struct ws_plan_bu
         parse_uint(rd, f[COL_SIZE], UINT64_MAX, "size", &b->size) ||
         (ncols > COL_ALIGNMENT && parse_uint(rd, f[COL_ALIGNMENT], UINT64_MAX, "alignment", &b->alignment)))
         return -1;
-    if (lower >= upper)
-        return fail(rd, "lower must be below upper (lifetimes are half-open [lower, upper))", NULL);
-    if (__builtin_add_overflow(*total, b->size, total))
-        return fail(rd, "the sum of sizes overflows 64 bits", NULL);
+    if (lower > upper)
+        return fail(rd, "lower must not be above upper (lifetimes are half-open [lower, upper))", NULL);
     b->lower = (int64_t)lower;
     b->upper = (int64_t)upper;
     return 0;
@@ -168,7 +183,6 @@ int ws_problem_read(const char *path, struct ws_problem *pr, char *err, size_t e
     FILE *f = fopen(path, "r");
     char *line = NULL;
     size_t linecap = 0, cap = 0, *lines = NULL;
-    uint64_t total = 0;
     int ncols = 0, rc = -1;
     memset(pr, 0, sizeof *pr);
     if (!f) {
@@ -177,7 +191,11 @@ int ws_problem_read(const char *path, struct ws_problem *pr, char *err, size_t e
     }
     while (getline(&line, &linecap, f) >= 0) {
         rd.line++;
-        char *text = trim(line);
+        char *text = line;
+        if (rd.line == 1 && (unsigned char)text[0] == 0xef && (unsigned char)text[1] == 0xbb &&
+            (unsigned char)text[2] == 0xbf)
+            text += 3; /* UTF-8 byte order mark */
+        text = trim(text);
         if (*text == '\0')
             continue; /* blank lines, e.g. at the end */
         if (ncols == 0) {
@@ -189,7 +207,7 @@ int ws_problem_read(const char *path, struct ws_problem *pr, char *err, size_t e
             snprintf(err, errlen, "%s: out of memory", path);
             goto out;
         }
-        if (parse_row(&rd, text, ncols, &pr->buffers[pr->n], &total))
+        if (parse_row(&rd, text, ncols, &pr->buffers[pr->n]))
             goto out;
         lines[pr->n++] = rd.line;
     }
@@ -218,33 +236,21 @@ out:
     return rc;
 }
 
-int ws_problem_write(const char *path, const struct ws_problem *pr, char *err, size_t errlen)
+int ws_problem_write(FILE *f, const struct ws_problem *pr)
 {
-    char tmp[4096];
-    if (snprintf(tmp, sizeof tmp, "%s.tmp", path) >= (int)sizeof tmp) {
-        snprintf(err, errlen, "%s: path too long", path);
+    if (fputs(pr->has_alignment ? "id,lower,upper,size,alignment,offset\n" : "id,lower,upper,size,offset\n", f) < 0)
         return -1;
-    }
-    FILE *f = fopen(tmp, "w");
-    if (!f) {
-        snprintf(err, errlen, "%s: %s", tmp, strerror(errno));
-        return -1;
-    }
-    fputs(pr->has_alignment ? "id,lower,upper,size,alignment,offset\n" : "id,lower,upper,size,offset\n", f);
     for (size_t i = 0; i < pr->n; i++) {
         const struct ws_plan_buffer *b = &pr->buffers[i];
-        fprintf(f, "%" PRIu64 ",%" PRId64 ",%" PRId64 ",%" PRIu64, b->id, b->lower, b->upper, b->size);
-        if (pr->has_alignment)
-            fprintf(f, ",%" PRIu64, b->alignment);
-        fprintf(f, ",%" PRIu64 "\n", b->offset);
+        int w = pr->has_alignment
+                    ? fprintf(f, "%" PRIu64 ",%" PRId64 ",%" PRId64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 "\n", b->id,
+                              b->lower, b->upper, b->size, b->alignment, b->offset)
+                    : fprintf(f, "%" PRIu64 ",%" PRId64 ",%" PRId64 ",%" PRIu64 ",%" PRIu64 "\n", b->id, b->lower,
+                              b->upper, b->size, b->offset);
+        if (w < 0)
+            return -1;
     }
-    int bad = ferror(f);
-    if (fclose(f) != 0 || bad || rename(tmp, path) != 0) {
-        snprintf(err, errlen, "%s: cannot write: %s", path, strerror(errno));
-        unlink(tmp);
-        return -1;
-    }
-    return 0;
+    return ferror(f) ? -1 : 0;
 }
 
 void ws_problem_free(struct ws_problem *pr)

@@ -1,0 +1,768 @@
+/*
+ * The decision search: is there a layout whose peak is at most a capacity C? A complete
+ * depth-first search over canonical layouts, with a node limit, that answers FOUND (with a
+ * layout), INFEASIBLE (proven: no layout within C exists) or ABORTED.
+ *
+ * Canonical layouts. Push every buffer of a layout down as far as it goes (its offset becomes the
+ * lowest aligned address above every buffer below it that meets it in time): the peak does not
+ * grow, and afterwards each buffer sits at its *floor*, the top of the highest placed buffer that
+ * meets it, rounded up to its alignment. Sorted by (offset, key2) such a layout is built by placing
+ * buffers at non-decreasing offsets, each at its floor at the time. The search enumerates exactly
+ * these sequences: the next buffer's (floor, key2) must exceed the last one's, where key2 is the
+ * buffer's start section and then a static rank (configurations "by start": a level is filled
+ * left to right), or the rank alone (configurations "by rank"). Every layout of peak <= C has a
+ * canonical form, so exhausting the tree proves that none exists.
+ *
+ * State, kept incrementally and undone on backtracking (no copies, memory linear in the buffers
+ * and sections):
+ *  - the skyline T[s] of every section (elementary interval between consecutive distinct
+ *    lower/upper values): the top of the last buffer placed in it, in a max segment tree with
+ *    lazy raises and an undo trail; a buffer's floor is the maximum of T over its sections;
+ *  - rem[s], the bytes of the unplaced buffers alive in section s, in a max segment tree with
+ *    range additions (undone by adding back);
+ *  - three indexed binary heaps over the unplaced buffers: the candidates (key above the last
+ *    placed one's, by smallest key), the stuck ones (key at or below it: they can only be placed
+ *    after something raises their floor; by largest key), and all of them by floor + size.
+ *
+ * Pruning (all sound, so INFEASIBLE is a proof):
+ *  - dominance: a buffer placed at f while an unplaced buffer could end at or below f (floor +
+ *    size <= f) is not canonical: that one could be pushed down below it;
+ *  - per-section inference: after placing a buffer with top t, t + rem[s] <= C in its sections;
+ *    before opening a level f, f + rem[s] <= C in every section;
+ *  - tight points: a section with rem[s] = C - f at level f must be covered at exactly f, so the
+ *    search cannot leave level f before, and (by start) cannot move right past it;
+ *  - failed states: a table keyed by a hash of the placed buffers with their offsets and the last
+ *    key remembers the largest capacity at which the subtree was exhausted (a failure at C is a
+ *    failure at every smaller capacity), across calls.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+#define NONE UINT32_MAX
+
+enum heap_kind { HEAP_CAND, HEAP_STUCK, HEAP_HEIGHT, HEAPS };
+
+struct heap {
+    uint32_t *v;   /* buffer ids */
+    uint32_t *pos; /* per buffer: index in v, NONE when not in this heap */
+    size_t n;
+};
+
+struct trail_entry {
+    uint32_t x;
+    uint64_t tag, mx;
+};
+
+struct frame {
+    uint64_t thr_f, thr_k; /* candidates must have (floor, key2) above this */
+    uint64_t level;        /* offset of the buffer the parent placed (the current level) */
+    uint32_t from;         /* tight points are looked for from this section on */
+    uint32_t y;            /* the child being tried */
+    uint64_t hash;         /* state at entry */
+    size_t mark;           /* skyline trail before y was placed */
+};
+
+struct config {
+    int by_start; /* key2 = (start section, rank), else rank */
+    int order;    /* static rank: 0 longest first, 1 largest first, 2 broadest first */
+};
+
+static const struct config configs[] = {
+    {1, 0},
+    {0, 2},
+    {1, 1},
+    {0, 1},
+};
+#define NCONFIGS (sizeof configs / sizeof configs[0])
+
+struct decider {
+    const struct planner *p;
+    size_t n, m, leaves;
+    uint32_t *s0, *s1; /* per buffer: section range */
+    uint64_t *breadth; /* per buffer: largest load over its sections */
+    uint64_t *key2;    /* per buffer, for the current configuration */
+    uint64_t *rank[NCONFIGS];
+    uint64_t *floor, *off, *zob;
+    unsigned char *placed;
+    size_t left;
+    struct heap heap[HEAPS];
+    /* skyline tree (chmax with lazy tags, no push-down) */
+    uint64_t *t_tag, *t_mx;
+    struct trail_entry *trail;
+    size_t ntrail, trailcap;
+    /* remaining bytes tree (range add) */
+    __int128 *r_add, *r_mx;
+    uint64_t *load; /* per section: initial load */
+    struct frame *frames;
+    uint64_t hash, capacity;
+    unsigned cfg;
+    /* failed states */
+    uint64_t *fail_key, *fail_cap;
+    size_t fail_mask;
+};
+
+unsigned decider_configs(void) { return NCONFIGS; }
+
+/* ---- keys and heaps ----------------------------------------------------------------------- */
+
+static inline int key_less(const struct decider *d, uint32_t a, uint32_t b)
+{
+    if (d->floor[a] != d->floor[b])
+        return d->floor[a] < d->floor[b];
+    return d->key2[a] < d->key2[b];
+}
+
+static inline uint64_t height_of(const struct decider *d, uint32_t a)
+{
+    uint64_t h;
+    return __builtin_add_overflow(d->floor[a], d->p->sz[a], &h) ? UINT64_MAX : h;
+}
+
+/* a goes before b in heap k */
+static inline int heap_before(const struct decider *d, int k, uint32_t a, uint32_t b)
+{
+    switch (k) {
+    case HEAP_CAND: return key_less(d, a, b);
+    case HEAP_STUCK: return key_less(d, b, a);
+    default: {
+        uint64_t ha = height_of(d, a), hb = height_of(d, b);
+        return ha != hb ? ha < hb : a < b;
+    }
+    }
+}
+
+static void heap_set(struct heap *h, size_t i, uint32_t v)
+{
+    h->v[i] = v;
+    h->pos[v] = (uint32_t)i;
+}
+
+static void heap_up(struct decider *d, int k, size_t i)
+{
+    struct heap *h = &d->heap[k];
+    uint32_t v = h->v[i];
+    while (i > 0) {
+        size_t parent = (i - 1) / 2;
+        if (!heap_before(d, k, v, h->v[parent]))
+            break;
+        heap_set(h, i, h->v[parent]);
+        i = parent;
+    }
+    heap_set(h, i, v);
+}
+
+static void heap_down(struct decider *d, int k, size_t i)
+{
+    struct heap *h = &d->heap[k];
+    uint32_t v = h->v[i];
+    for (;;) {
+        size_t c = 2 * i + 1;
+        if (c >= h->n)
+            break;
+        if (c + 1 < h->n && heap_before(d, k, h->v[c + 1], h->v[c]))
+            c++;
+        if (!heap_before(d, k, h->v[c], v))
+            break;
+        heap_set(h, i, h->v[c]);
+        i = c;
+    }
+    heap_set(h, i, v);
+}
+
+static void heap_push(struct decider *d, int k, uint32_t v)
+{
+    struct heap *h = &d->heap[k];
+    heap_set(h, h->n++, v);
+    heap_up(d, k, h->n - 1);
+}
+
+static void heap_remove(struct decider *d, int k, uint32_t v)
+{
+    struct heap *h = &d->heap[k];
+    size_t i = h->pos[v];
+    h->pos[v] = NONE;
+    uint32_t last = h->v[--h->n];
+    if (i == h->n)
+        return;
+    heap_set(h, i, last);
+    heap_up(d, k, i);
+    heap_down(d, k, h->pos[last]);
+}
+
+static void heap_fix(struct decider *d, int k, uint32_t v)
+{
+    size_t i = d->heap[k].pos[v];
+    heap_up(d, k, i);
+    heap_down(d, k, d->heap[k].pos[v]);
+}
+
+/* Buffer v's floor changed: restore the order of the heaps that hold it. */
+static void floor_changed(struct decider *d, uint32_t v)
+{
+    heap_fix(d, d->heap[HEAP_CAND].pos[v] != NONE ? HEAP_CAND : HEAP_STUCK, v);
+    heap_fix(d, HEAP_HEIGHT, v);
+}
+
+static inline int key_at_most(const struct decider *d, uint32_t v, uint64_t f, uint64_t k)
+{
+    return d->floor[v] < f || (d->floor[v] == f && d->key2[v] <= k);
+}
+
+/* Candidates are the unplaced buffers with a key above (f, k); the others are stuck. */
+static void rebalance(struct decider *d, uint64_t f, uint64_t k)
+{
+    struct heap *c = &d->heap[HEAP_CAND], *s = &d->heap[HEAP_STUCK];
+    while (c->n && key_at_most(d, c->v[0], f, k)) {
+        uint32_t v = c->v[0];
+        heap_remove(d, HEAP_CAND, v);
+        heap_push(d, HEAP_STUCK, v);
+    }
+    while (s->n && !key_at_most(d, s->v[0], f, k)) {
+        uint32_t v = s->v[0];
+        heap_remove(d, HEAP_STUCK, v);
+        heap_push(d, HEAP_CAND, v);
+    }
+}
+
+/* ---- the skyline: max segment tree with lazy raises --------------------------------------- */
+
+static int trail_push(struct decider *d, size_t x)
+{
+    if (d->ntrail == d->trailcap) {
+        size_t cap = d->trailcap ? 2 * d->trailcap : 1024;
+        struct trail_entry *t = realloc(d->trail, cap * sizeof *t);
+        if (!t)
+            return -1;
+        d->trail = t;
+        d->trailcap = cap;
+    }
+    d->trail[d->ntrail++] = (struct trail_entry){(uint32_t)x, d->t_tag[x], d->t_mx[x]};
+    return 0;
+}
+
+/* Raise every section of [l, r) to at least v. A tag applies to the node's whole range; mx is the
+ * largest value anywhere below it. */
+static int sky_raise(struct decider *d, size_t l, size_t r, uint64_t v)
+{
+    size_t a = l + d->leaves, b = r + d->leaves;
+    size_t a0 = a, b0 = b - 1;
+    for (; a < b; a /= 2, b /= 2) {
+        if (a & 1) {
+            if (trail_push(d, a))
+                return -1;
+            d->t_tag[a] = d->t_tag[a] > v ? d->t_tag[a] : v;
+            d->t_mx[a] = d->t_mx[a] > v ? d->t_mx[a] : v;
+            a++;
+        }
+        if (b & 1) {
+            --b;
+            if (trail_push(d, b))
+                return -1;
+            d->t_tag[b] = d->t_tag[b] > v ? d->t_tag[b] : v;
+            d->t_mx[b] = d->t_mx[b] > v ? d->t_mx[b] : v;
+        }
+    }
+    for (size_t x = a0 / 2; x >= 1; x /= 2)
+        if (d->t_mx[x] < v) {
+            if (trail_push(d, x))
+                return -1;
+            d->t_mx[x] = v;
+        }
+    for (size_t x = b0 / 2; x >= 1; x /= 2)
+        if (d->t_mx[x] < v) {
+            if (trail_push(d, x))
+                return -1;
+            d->t_mx[x] = v;
+        }
+    return 0;
+}
+
+static void sky_undo(struct decider *d, size_t mark)
+{
+    while (d->ntrail > mark) {
+        struct trail_entry *e = &d->trail[--d->ntrail];
+        d->t_tag[e->x] = e->tag;
+        d->t_mx[e->x] = e->mx;
+    }
+}
+
+/* Largest T over [l, r): mx of the canonical nodes and the tags of every node above them (each
+ * lies on the path from leaf l or leaf r - 1 to the root). */
+static uint64_t sky_max(const struct decider *d, size_t l, size_t r)
+{
+    uint64_t best = 0;
+    size_t a = l + d->leaves, b = r + d->leaves;
+    for (size_t x = a; x >= 1; x /= 2)
+        best = d->t_tag[x] > best ? d->t_tag[x] : best;
+    for (size_t x = b - 1; x >= 1; x /= 2)
+        best = d->t_tag[x] > best ? d->t_tag[x] : best;
+    for (; a < b; a /= 2, b /= 2) {
+        if (a & 1) {
+            best = d->t_mx[a] > best ? d->t_mx[a] : best;
+            a++;
+        }
+        if (b & 1) {
+            --b;
+            best = d->t_mx[b] > best ? d->t_mx[b] : best;
+        }
+    }
+    return best;
+}
+
+/* ---- remaining bytes: max segment tree with range additions ------------------------------- */
+
+/* r_mx[x] is the largest value below x, leaving out the additions of x's ancestors. */
+static void rem_add(struct decider *d, size_t x, size_t lo, size_t hi, size_t l, size_t r, __int128 v)
+{
+    if (r <= lo || hi <= l)
+        return;
+    if (l <= lo && hi <= r) {
+        d->r_add[x] += v;
+        d->r_mx[x] += v;
+        return;
+    }
+    size_t mid = (lo + hi) / 2;
+    rem_add(d, 2 * x, lo, mid, l, r, v);
+    rem_add(d, 2 * x + 1, mid, hi, l, r, v);
+    d->r_mx[x] = d->r_add[x] + (d->r_mx[2 * x] > d->r_mx[2 * x + 1] ? d->r_mx[2 * x] : d->r_mx[2 * x + 1]);
+}
+
+static __int128 rem_max(const struct decider *d, size_t x, size_t lo, size_t hi, size_t l, size_t r)
+{
+    if (r <= lo || hi <= l)
+        return -1;
+    if (l <= lo && hi <= r)
+        return d->r_mx[x];
+    size_t mid = (lo + hi) / 2;
+    __int128 a = rem_max(d, 2 * x, lo, mid, l, r), b = rem_max(d, 2 * x + 1, mid, hi, l, r);
+    return d->r_add[x] + (a > b ? a : b);
+}
+
+/* First section s >= from with rem[s] >= want, or NONE. */
+static uint32_t rem_first(const struct decider *d, size_t x, size_t lo, size_t hi, size_t from, __int128 want)
+{
+    if (hi <= from || d->r_mx[x] < want)
+        return NONE;
+    if (hi - lo == 1)
+        return lo < d->m ? (uint32_t)lo : NONE;
+    size_t mid = (lo + hi) / 2;
+    uint32_t r = rem_first(d, 2 * x, lo, mid, from, want - d->r_add[x]);
+    return r != NONE ? r : rem_first(d, 2 * x + 1, mid, hi, from, want - d->r_add[x]);
+}
+
+static __int128 rem_global(const struct decider *d) { return d->r_mx[1]; }
+
+/* ---- failed states ------------------------------------------------------------------------ */
+
+static uint64_t mix(uint64_t v)
+{
+    uint64_t s = v;
+    return rng_next(&s);
+}
+
+static uint64_t state_key(const struct decider *d, const struct frame *f)
+{
+    return (d->hash ^ mix(f->thr_f ^ 0x51ed27) ^ mix(f->thr_k + 0x1d8e4e27c47d124full)) | 1;
+}
+
+static int failed_before(const struct decider *d, uint64_t key)
+{
+    size_t i = key & d->fail_mask;
+    return d->fail_key[i] == key && d->fail_cap[i] >= d->capacity;
+}
+
+static void remember_failure(struct decider *d, uint64_t key)
+{
+    size_t i = key & d->fail_mask;
+    if (d->fail_key[i] == key && d->fail_cap[i] >= d->capacity)
+        return;
+    d->fail_key[i] = key;
+    d->fail_cap[i] = d->capacity;
+}
+
+/* ---- placing and removing one buffer ------------------------------------------------------ */
+
+struct raise_ctx {
+    struct decider *d;
+    uint64_t top;
+};
+
+static int raise_floor(void *ctx, uint32_t c)
+{
+    struct raise_ctx *rc = ctx;
+    struct decider *d = rc->d;
+    if (d->placed[c])
+        return 0;
+    uint64_t nf;
+    if (round_up(rc->top, d->p->al[c], &nf))
+        nf = UINT64_MAX;
+    if (nf > d->floor[c]) {
+        d->floor[c] = nf;
+        floor_changed(d, c);
+    }
+    return 0;
+}
+
+static int lower_floor(void *ctx, uint32_t c)
+{
+    struct raise_ctx *rc = ctx;
+    struct decider *d = rc->d;
+    if (d->placed[c])
+        return 0;
+    uint64_t bound;
+    if (round_up(rc->top, d->p->al[c], &bound))
+        bound = UINT64_MAX;
+    if (d->floor[c] > bound)
+        return 0; /* raised by something else */
+    uint64_t nf;
+    if (round_up(sky_max(d, d->s0[c], d->s1[c]), d->p->al[c], &nf))
+        nf = UINT64_MAX;
+    if (nf != d->floor[c]) {
+        d->floor[c] = nf;
+        floor_changed(d, c);
+    }
+    return 0;
+}
+
+static uint64_t placed_hash(const struct decider *d, uint32_t y) { return mix(d->zob[y] + d->off[y]); }
+
+/* Place y at its floor; -1 on OOM. */
+static int put(struct decider *d, uint32_t y)
+{
+    const struct planner *p = d->p;
+    uint64_t o = d->floor[y], top = o + p->sz[y]; /* the caller checked that top <= capacity */
+    d->off[y] = o;
+    d->placed[y] = 1;
+    d->left--;
+    heap_remove(d, HEAP_CAND, y);
+    heap_remove(d, HEAP_HEIGHT, y);
+    if (sky_raise(d, d->s0[y], d->s1[y], top))
+        return -1;
+    rem_add(d, 1, 0, d->leaves, d->s0[y], d->s1[y], -(__int128)p->sz[y]);
+    d->hash ^= placed_hash(d, y);
+    struct raise_ctx rc = {d, top};
+    for_each_overlap(p, p->lo[y], p->hi[y], y, raise_floor, &rc);
+    return 0;
+}
+
+static void take_back(struct decider *d, uint32_t y, size_t mark)
+{
+    const struct planner *p = d->p;
+    sky_undo(d, mark);
+    rem_add(d, 1, 0, d->leaves, d->s0[y], d->s1[y], (__int128)p->sz[y]);
+    d->hash ^= placed_hash(d, y);
+    d->placed[y] = 0;
+    d->left++;
+    struct raise_ctx rc = {d, d->off[y] + p->sz[y]};
+    for_each_overlap(p, p->lo[y], p->hi[y], y, lower_floor, &rc);
+    heap_push(d, HEAP_CAND, y);
+    heap_push(d, HEAP_HEIGHT, y);
+}
+
+/* ---- choosing the next buffer ------------------------------------------------------------- */
+
+/* The next candidate of frame f, or NONE when no placement can lead to a layout within C. */
+static uint32_t next_candidate(struct decider *d, struct frame *f)
+{
+    const struct planner *p = d->p;
+    __int128 C = d->capacity;
+    for (;;) {
+        rebalance(d, f->thr_f, f->thr_k);
+        if (!d->heap[HEAP_CAND].n)
+            return NONE;
+        uint32_t y = d->heap[HEAP_CAND].v[0];
+        uint64_t fl = d->floor[y];
+        if (height_of(d, d->heap[HEAP_HEIGHT].v[0]) <= fl)
+            return NONE; /* something could end at or below fl: not canonical */
+        if ((__int128)fl + rem_global(d) > C)
+            return NONE;
+        if (fl > f->level && rem_first(d, 1, 0, d->leaves, f->from, C - f->level) != NONE)
+            return NONE; /* a tight point at the current level would be left uncovered */
+        if (configs[d->cfg].by_start) {
+            uint32_t s = rem_first(d, 1, 0, d->leaves, fl == f->level ? f->from : 0, C - fl);
+            if (s != NONE && d->s0[y] > s)
+                return NONE; /* moving right past a tight point at fl */
+        }
+        if ((__int128)fl + p->sz[y] > C) {
+            f->thr_f = fl; /* does not fit here; the next key */
+            f->thr_k = d->key2[y];
+            continue;
+        }
+        return y;
+    }
+}
+
+/* ---- the search --------------------------------------------------------------------------- */
+
+struct rank_item {
+    uint64_t k1, k2, k3;
+    uint32_t i;
+};
+
+static int cmp_rank_item(const void *x, const void *y)
+{
+    const struct rank_item *a = x, *b = y;
+    if (a->k1 != b->k1)
+        return a->k1 > b->k1 ? -1 : 1;
+    if (a->k2 != b->k2)
+        return a->k2 > b->k2 ? -1 : 1;
+    if (a->k3 != b->k3)
+        return a->k3 > b->k3 ? -1 : 1;
+    return a->i < b->i ? -1 : a->i > b->i;
+}
+
+static int make_rank(struct decider *d, unsigned cfg)
+{
+    size_t n = d->n;
+    struct rank_item *it = malloc(n * sizeof *it + 1);
+    uint64_t *rank = malloc(n * sizeof *rank + 1);
+    if (!it || !rank) {
+        free(it);
+        free(rank);
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++) {
+        uint64_t len = d->s1[i] - d->s0[i], sz = d->p->sz[i], br = d->breadth[i];
+        switch (configs[cfg].order) {
+        case 0: it[i] = (struct rank_item){len, sz, br, (uint32_t)i}; break;
+        case 1: it[i] = (struct rank_item){sz, len, br, (uint32_t)i}; break;
+        default: it[i] = (struct rank_item){br, len, sz, (uint32_t)i}; break;
+        }
+    }
+    qsort(it, n, sizeof *it, cmp_rank_item);
+    for (size_t k = 0; k < n; k++)
+        rank[it[k].i] = k + 1; /* 0 is below every key */
+    free(it);
+    d->rank[cfg] = rank;
+    return 0;
+}
+
+static int reset(struct decider *d, unsigned cfg)
+{
+    if (!d->rank[cfg] && make_rank(d, cfg))
+        return -1;
+    d->cfg = cfg;
+    for (size_t i = 0; i < d->n; i++) {
+        d->key2[i] = configs[cfg].by_start ? ((uint64_t)d->s0[i] << 32) | d->rank[cfg][i] : d->rank[cfg][i];
+        d->floor[i] = 0;
+        d->placed[i] = 0;
+        for (int k = 0; k < HEAPS; k++)
+            d->heap[k].pos[i] = NONE;
+    }
+    d->left = d->n;
+    for (int k = 0; k < HEAPS; k++)
+        d->heap[k].n = 0;
+    /* All floors are 0: the candidate heap is the key2 order, built by heapify. */
+    for (int k = 0; k < HEAPS; k += 2) {
+        struct heap *h = &d->heap[k];
+        for (size_t i = 0; i < d->n; i++)
+            heap_set(h, i, (uint32_t)i);
+        h->n = d->n;
+        for (size_t i = d->n / 2; i-- > 0;)
+            heap_down(d, k, i);
+    }
+    memset(d->t_tag, 0, 2 * d->leaves * sizeof *d->t_tag);
+    memset(d->t_mx, 0, 2 * d->leaves * sizeof *d->t_mx);
+    d->ntrail = 0;
+    memset(d->r_add, 0, 2 * d->leaves * sizeof *d->r_add);
+    for (size_t s = 0; s < d->leaves; s++)
+        d->r_add[d->leaves + s] = s < d->m ? (__int128)d->load[s] : 0;
+    for (size_t x = 0; x < 2 * d->leaves; x++)
+        d->r_mx[x] = d->r_add[x];
+    for (size_t x = d->leaves; x-- > 1;)
+        d->r_mx[x] = d->r_mx[2 * x] > d->r_mx[2 * x + 1] ? d->r_mx[2 * x] : d->r_mx[2 * x + 1];
+    d->hash = 0;
+    return 0;
+}
+
+enum decision decide(struct decider *d, uint64_t capacity, unsigned config, uint64_t node_limit, struct budget *bud,
+                     uint64_t *off)
+{
+    if (reset(d, config % NCONFIGS))
+        return DECISION_ERROR;
+    d->capacity = capacity;
+    if (rem_global(d) > (__int128)capacity)
+        return DECISION_INFEASIBLE; /* below the load bound */
+    if (d->n == 0)
+        return DECISION_FOUND;
+    uint64_t nodes = 0;
+    size_t depth = 0;
+    d->frames[0] = (struct frame){0, 0, 0, 0, NONE, 0, 0};
+    enum { ENTER, NEXT, FAIL } state = ENTER;
+    for (;;) {
+        struct frame *f = &d->frames[depth];
+        if (state == ENTER) {
+            if (d->left == 0) {
+                memcpy(off, d->off, d->n * sizeof *off);
+                return DECISION_FOUND;
+            }
+            if (nodes >= node_limit || ((nodes & 255) == 0 && budget_spent(bud)))
+                return DECISION_ABORTED; /* the next call resets the state */
+            nodes++;
+            bud->used++;
+            f->hash = state_key(d, f);
+            state = failed_before(d, f->hash) ? FAIL : NEXT;
+            continue;
+        }
+        if (state == NEXT) {
+            uint32_t y = next_candidate(d, f);
+            if (y == NONE) {
+                state = FAIL;
+                continue;
+            }
+            f->mark = d->ntrail;
+            if (put(d, y))
+                return DECISION_ERROR;
+            uint64_t top = d->off[y] + d->p->sz[y];
+            if ((__int128)top + rem_max(d, 1, 0, d->leaves, d->s0[y], d->s1[y]) > (__int128)capacity) {
+                take_back(d, y, f->mark); /* its sections cannot take what is left */
+                f->thr_f = d->off[y];
+                f->thr_k = d->key2[y];
+                continue;
+            }
+            f->y = y;
+            struct frame *c = &d->frames[++depth];
+            *c = (struct frame){d->off[y], d->key2[y], d->off[y], configs[d->cfg].by_start ? d->s1[y] : 0, NONE, 0, 0};
+            state = ENTER;
+            continue;
+        }
+        /* FAIL: every candidate of this node failed */
+        remember_failure(d, f->hash);
+        if (depth == 0)
+            return DECISION_INFEASIBLE;
+        f = &d->frames[--depth];
+        take_back(d, f->y, f->mark);
+        f->thr_f = d->off[f->y];
+        f->thr_k = d->key2[f->y];
+        f->y = NONE;
+        state = NEXT;
+    }
+}
+
+/* ---- setup -------------------------------------------------------------------------------- */
+
+void decider_free(struct decider *d)
+{
+    if (!d)
+        return;
+    free(d->s0);
+    free(d->s1);
+    free(d->breadth);
+    free(d->key2);
+    for (size_t k = 0; k < NCONFIGS; k++)
+        free(d->rank[k]);
+    free(d->floor);
+    free(d->off);
+    free(d->zob);
+    free(d->placed);
+    for (int k = 0; k < HEAPS; k++) {
+        free(d->heap[k].v);
+        free(d->heap[k].pos);
+    }
+    free(d->t_tag);
+    free(d->t_mx);
+    free(d->trail);
+    free(d->r_add);
+    free(d->r_mx);
+    free(d->load);
+    free(d->frames);
+    free(d->fail_key);
+    free(d->fail_cap);
+    free(d);
+}
+
+/* Index of t among the sorted distinct times u[0..m). */
+static uint32_t time_index(const int64_t *u, size_t m, int64_t t)
+{
+    size_t a = 0, b = m;
+    while (a < b) {
+        size_t mid = a + (b - a) / 2;
+        if (u[mid] < t)
+            a = mid + 1;
+        else
+            b = mid;
+    }
+    return (uint32_t)a;
+}
+
+int decider_new(struct decider **out, const struct planner *p, uint64_t seed)
+{
+    struct decider *d = calloc(1, sizeof *d);
+    size_t n = p->n, nt = 0;
+    int64_t *times = malloc(2 * n * sizeof *times + 1);
+    *out = d;
+    if (!d || !times)
+        goto oom;
+    d->p = p;
+    d->n = n;
+    for (size_t i = 0; i < n; i++) {
+        times[nt++] = p->lo[i];
+        times[nt++] = p->hi[i];
+    }
+    if (sort_i64(times, nt))
+        goto oom;
+    size_t u = 0;
+    for (size_t k = 0; k < nt; k++)
+        if (u == 0 || times[k] != times[u - 1])
+            times[u++] = times[k];
+    d->m = u > 1 ? u - 1 : 1;
+    d->leaves = 1;
+    while (d->leaves < d->m)
+        d->leaves *= 2;
+    d->s0 = malloc(n * sizeof *d->s0 + 1);
+    d->s1 = malloc(n * sizeof *d->s1 + 1);
+    d->breadth = malloc(n * sizeof *d->breadth + 1);
+    d->key2 = malloc(n * sizeof *d->key2 + 1);
+    d->floor = malloc(n * sizeof *d->floor + 1);
+    d->off = calloc(n + 1, sizeof *d->off);
+    d->zob = malloc(n * sizeof *d->zob + 1);
+    d->placed = calloc(n + 1, 1);
+    d->load = calloc(d->m + 1, sizeof *d->load);
+    d->t_tag = calloc(2 * d->leaves, sizeof *d->t_tag);
+    d->t_mx = calloc(2 * d->leaves, sizeof *d->t_mx);
+    d->r_add = calloc(2 * d->leaves, sizeof *d->r_add);
+    d->r_mx = calloc(2 * d->leaves, sizeof *d->r_mx);
+    d->frames = malloc((n + 1) * sizeof *d->frames);
+    d->fail_mask = (1u << 18) - 1;
+    d->fail_key = calloc(d->fail_mask + 1, sizeof *d->fail_key);
+    d->fail_cap = calloc(d->fail_mask + 1, sizeof *d->fail_cap);
+    if (!d->s0 || !d->s1 || !d->breadth || !d->key2 || !d->floor || !d->off || !d->zob || !d->placed || !d->load ||
+        !d->t_tag || !d->t_mx || !d->r_add || !d->r_mx || !d->frames || !d->fail_key || !d->fail_cap)
+        goto oom;
+    for (int k = 0; k < HEAPS; k++) {
+        d->heap[k].v = malloc(n * sizeof *d->heap[k].v + 1);
+        d->heap[k].pos = malloc(n * sizeof *d->heap[k].pos + 1);
+        if (!d->heap[k].v || !d->heap[k].pos)
+            goto oom;
+    }
+    uint64_t rng = seed ^ 0x6a09e667f3bcc908ull;
+    /* Section loads by differences (each at most the load bound, which fits in 64 bits). */
+    for (size_t i = 0; i < n; i++) {
+        d->s0[i] = time_index(times, u, p->lo[i]);
+        d->s1[i] = time_index(times, u, p->hi[i]);
+        d->zob[i] = rng_next(&rng);
+        d->load[d->s0[i]] += p->sz[i];
+        d->load[d->s1[i]] -= p->sz[i];
+    }
+    for (size_t s = 1; s < d->m; s++)
+        d->load[s] += d->load[s - 1];
+    free(times);
+    times = NULL;
+    /* Breadth: the largest initial load over each buffer's sections (the remaining-bytes tree
+     * holds the loads right after a reset). */
+    for (size_t s = 0; s < d->leaves; s++)
+        d->r_mx[d->leaves + s] = s < d->m ? (__int128)d->load[s] : 0;
+    for (size_t x = d->leaves; x-- > 1;)
+        d->r_mx[x] = d->r_mx[2 * x] > d->r_mx[2 * x + 1] ? d->r_mx[2 * x] : d->r_mx[2 * x + 1];
+    for (size_t i = 0; i < n; i++)
+        d->breadth[i] = (uint64_t)rem_max(d, 1, 0, d->leaves, d->s0[i], d->s1[i]);
+    return 0;
+oom:
+    free(times);
+    decider_free(d);
+    *out = NULL;
+    return -1;
+}

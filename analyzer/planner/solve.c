@@ -1,0 +1,217 @@
+/*
+ * ws_plan_solve: the greedy portfolio, then within the budget the capacity search (the decision
+ * search probes the best lower bound, then halves the gap to the best layout) and the
+ * neighbourhood search. The best layout is kept until a better one is found, so every call
+ * returns a valid layout whatever the budget.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+#define DECISION_NAME "decision-search"
+
+static uint64_t peak_of(const struct planner *p, const uint64_t *off)
+{
+    uint64_t peak = 0;
+    for (size_t i = 0; i < p->n; i++)
+        if (off[i] + p->sz[i] > peak)
+            peak = off[i] + p->sz[i];
+    return peak;
+}
+
+static void accept_layout(const struct planner *p, const uint64_t *off, struct best_plan *best)
+{
+    uint64_t peak = peak_of(p, off);
+    if (peak < best->peak) {
+        memcpy(best->off, off, p->n * sizeof *off);
+        best->peak = peak;
+        best->name = DECISION_NAME;
+    }
+}
+
+/*
+ * Restarts with growing node limits: each round probes the lower bound with every configuration
+ * of the decision search, then binary-searches the capacities above it with one configuration;
+ * INFEASIBLE raises the lower bound, FOUND lowers the best peak, ABORTED (node limit reached)
+ * counts as "not at this limit". Then the limit doubles. Failed states are shared by all rounds.
+ */
+static int capacity_search(struct planner *p, struct best_plan *best, uint64_t *lower, uint64_t seed,
+                           struct budget *bud)
+{
+    struct decider *d = NULL;
+    uint64_t *off = malloc(p->n * sizeof *off + 1);
+    int rc = -1;
+    if (!off || decider_new(&d, p, seed))
+        goto out;
+    unsigned nconfig = decider_configs();
+    uint64_t limit = 2 * (uint64_t)p->n + 256;
+    for (unsigned round = 0; *lower < best->peak && !budget_spent(bud); round++, limit *= 2) {
+        int settled = 0;
+        for (unsigned k = 0; k < nconfig && !settled && !budget_spent(bud); k++) {
+            enum decision r = decide(d, *lower, k, limit, bud, off);
+            if (r == DECISION_ERROR)
+                goto out;
+            if (r == DECISION_FOUND)
+                accept_layout(p, off, best);
+            if (r == DECISION_INFEASIBLE)
+                (*lower)++;
+            settled = r != DECISION_ABORTED;
+        }
+        if (settled) {
+            limit /= 2; /* progress at this limit: try it again */
+            continue;
+        }
+        for (uint64_t a = *lower + 1, b = best->peak - 1; a <= b && b != UINT64_MAX && !budget_spent(bud);) {
+            uint64_t c = a + (b - a) / 2;
+            enum decision r = decide(d, c, round % nconfig, limit, bud, off);
+            if (r == DECISION_ERROR)
+                goto out;
+            if (r == DECISION_FOUND) {
+                accept_layout(p, off, best);
+                b = best->peak - 1;
+            } else {
+                if (r == DECISION_INFEASIBLE)
+                    *lower = c + 1;
+                a = c + 1;
+            }
+        }
+    }
+    rc = 0;
+out:
+    decider_free(d);
+    free(off);
+    return rc;
+}
+
+/* The portfolio, then within the budget the capacity search (up to 70 % of it) and the
+ * neighbourhood search (the rest). */
+static int plan_all(struct planner *p, const struct ws_plan_options *o, double t0, struct best_plan *best,
+                    uint64_t *lower, uint64_t *work, char *algorithm, size_t alen)
+{
+    uint32_t *order = malloc(p->n * sizeof *order + 1);
+    uint64_t *breadth = malloc(p->n * sizeof *breadth + 1);
+    uint64_t rng = o->seed ^ 0x2545f4914f6cdd1dull;
+    int searching = o->time_limit_s > 0 || o->work_limit > 0, rc = -1;
+    /* The breadth orders are used by the portfolio up to LARGE_PROBLEM buffers and by the search. */
+    int need_breadth = p->n <= LARGE_PROBLEM || searching;
+    if (!order || !breadth || (need_breadth && breadth_of(p, breadth)) || run_portfolio(p, breadth, best))
+        goto out;
+    if (p->n <= LARGE_PROBLEM && best->peak > p->lb && canonical_decode(p, breadth, best))
+        goto out;
+    if (searching && best->peak > *lower) {
+        struct budget bud = {0, o->work_limit ? o->work_limit / 10 * 7 : 0,
+                             o->time_limit_s > 0 ? t0 + o->time_limit_s * 0.7 : 0};
+        if (capacity_search(p, best, lower, o->seed, &bud))
+            goto out;
+        *work += bud.used;
+    }
+    int neighbourhood = 0; /* the neighbourhood search improved the layout */
+    if (searching && best->peak > *lower && (!o->work_limit || *work < o->work_limit)) {
+        double end = o->time_limit_s > 0 ? t0 + o->time_limit_s : 0;
+        double half = end > 0 ? (now_s() + end) / 2 : 0;
+        uint64_t before = best->peak;
+        struct budget first = {*work, o->work_limit ? *work + (o->work_limit - *work) / 2 : 0, half};
+        if (perturbed_orders(p, breadth, order, best, &rng, &first, half))
+            goto out;
+        struct budget rest = {first.used, o->work_limit, end};
+        int improved = 0;
+        memcpy(p->off, best->off, p->n * sizeof *best->off);
+        if (best->peak > *lower && search_improve(p, rng, &rest, end, &improved))
+            goto out;
+        if (improved) {
+            memcpy(best->off, p->off, p->n * sizeof *best->off);
+            best->peak = peak_of(p, best->off);
+        }
+        *work = rest.used;
+        neighbourhood = best->peak < before;
+    }
+    snprintf(algorithm, alen, "%s%s", best->name, neighbourhood ? "+search" : "");
+    rc = 0;
+out:
+    free(order);
+    free(breadth);
+    return rc;
+}
+
+int ws_plan_solve(struct ws_plan_buffer *b, size_t n, const struct ws_plan_options *o, struct ws_plan_result *r)
+{
+    double t0 = now_s();
+    struct planner p;
+    struct best_plan best = {NULL, UINT64_MAX, "empty"};
+    uint32_t *map = malloc(n * sizeof *map + 1);
+    uint64_t dflt = o->alignment ? o->alignment : 1;
+    size_t m = 0;
+    int rc = -1, have_planner = 0;
+    memset(r, 0, sizeof *r);
+    r->buffers = n;
+    if (!map) {
+        snprintf(r->error, sizeof r->error, "out of memory");
+        goto out;
+    }
+    for (size_t i = 0; i < n; i++) {
+        uint64_t sz;
+        if (b[i].lower > b[i].upper) {
+            snprintf(r->error, sizeof r->error, "buffer %llu: lower (%lld) is above upper (%lld)",
+                     (unsigned long long)b[i].id, (long long)b[i].lower, (long long)b[i].upper);
+            goto out;
+        }
+        if (round_up(b[i].size, effective_alignment(&b[i], dflt), &sz)) {
+            snprintf(r->error, sizeof r->error, "buffer %llu: its size rounded up to its alignment overflows 64 bits",
+                     (unsigned long long)b[i].id);
+            goto out;
+        }
+        b[i].offset = 0;
+        if (sz && b[i].lower < b[i].upper)
+            map[m++] = (uint32_t)i;
+        if (m == UINT32_MAX) {
+            snprintf(r->error, sizeof r->error, "too many buffers (%zu)", n);
+            goto out;
+        }
+    }
+    if (planner_init(&p, b, map, m, dflt, r->error))
+        goto out;
+    have_planner = 1;
+    p.lb = load_bound_of(p.lo, p.hi, p.sz, m);
+    best.off = calloc(m + 1, sizeof *best.off);
+    if (!best.off || p.lb == UINT64_MAX) {
+        snprintf(r->error, sizeof r->error,
+                 best.off ? "the load bound does not fit in 64 bits: no layout does" : "out of memory");
+        goto out;
+    }
+    uint64_t lower = p.lb;
+    if (m == 0) {
+        best.peak = 0;
+        snprintf(r->algorithm, sizeof r->algorithm, "empty");
+    } else if (plan_all(&p, o, t0, &best, &lower, &r->work, r->algorithm, sizeof r->algorithm)) {
+        snprintf(r->error, sizeof r->error, "out of memory");
+        goto out;
+    }
+    if (best.peak >= PEAK_OVERFLOW) {
+        snprintf(r->error, sizeof r->error, "no layout was found whose ends fit in 64 bits");
+        goto out;
+    }
+    for (size_t k = 0; k < m; k++)
+        b[map[k]].offset = best.off[k];
+    r->load_bound_bytes = p.lb;
+    r->lower_bound_bytes = lower;
+    r->valid = ws_plan_validate(b, n, dflt, &r->peak_bytes) == 1;
+    if (!r->valid) {
+        snprintf(r->error, sizeof r->error, "internal error: the layout does not validate");
+        goto out;
+    }
+    if (r->lower_bound_bytes > r->peak_bytes) { /* cannot happen: lower bounds are proven */
+        snprintf(r->error, sizeof r->error, "internal error: the lower bound is above the layout");
+        goto out;
+    }
+    r->optimal = r->peak_bytes == r->lower_bound_bytes;
+    rc = 0;
+out:
+    if (have_planner)
+        planner_free(&p);
+    free(best.off);
+    free(map);
+    r->seconds = now_s() - t0;
+    return rc;
+}
