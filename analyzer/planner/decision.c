@@ -43,6 +43,10 @@
 
 #define NONE UINT32_MAX
 
+/* Problems whose sections hold at most this many (buffer, section) pairs in all get the section
+ * floors checked at every node. */
+#define SECTION_LIST_MAX 65536
+
 enum heap_kind { HEAP_CAND, HEAP_STUCK, HEAP_HEIGHT, HEAPS };
 
 struct heap {
@@ -102,6 +106,9 @@ struct decider {
     /* failed states */
     uint64_t *fail_key, *fail_cap;
     size_t fail_mask;
+    /* small problems: the buffers alive in each section, for the section floors */
+    uint32_t *sec_start, *sec_list;
+    uint64_t *rem_flat; /* rem[s] per section, kept beside the tree when the lists exist */
 };
 
 unsigned decider_configs(void) { return NCONFIGS; }
@@ -442,6 +449,9 @@ static int put(struct decider *d, uint32_t y)
     if (sky_raise(d, d->s0[y], d->s1[y], top))
         return -1;
     rem_add(d, 1, 0, d->leaves, d->s0[y], d->s1[y], -(__int128)p->sz[y]);
+    if (d->rem_flat)
+        for (uint32_t x = d->s0[y]; x < d->s1[y]; x++)
+            d->rem_flat[x] -= p->sz[y];
     d->hash ^= placed_hash(d, y);
     struct raise_ctx rc = {d, top};
     for_each_overlap(p, p->lo[y], p->hi[y], y, raise_floor, &rc);
@@ -453,6 +463,9 @@ static void take_back(struct decider *d, uint32_t y, size_t mark)
     const struct planner *p = d->p;
     sky_undo(d, mark);
     rem_add(d, 1, 0, d->leaves, d->s0[y], d->s1[y], (__int128)p->sz[y]);
+    if (d->rem_flat)
+        for (uint32_t x = d->s0[y]; x < d->s1[y]; x++)
+            d->rem_flat[x] += p->sz[y];
     d->hash ^= placed_hash(d, y);
     d->placed[y] = 0;
     d->left++;
@@ -493,6 +506,37 @@ static uint32_t next_candidate(struct decider *d, struct frame *f)
         }
         return y;
     }
+}
+
+/*
+ * Section floors (small problems, where every section's buffers can be read at every node): the
+ * lowest offset any unplaced buffer of section s can still take is at least the smallest
+ * effective floor among them (its floor; above the current level when it is stuck), and all of
+ * rem[s] must fit above it. 1 when every section passes.
+ */
+static int sections_fit(const struct decider *d, const struct frame *f)
+{
+    if (!d->sec_start)
+        return 1;
+    for (size_t s = 0; s < d->m; s++) {
+        uint64_t rem = d->rem_flat[s];
+        if (rem == 0)
+            continue;
+        uint64_t need = d->capacity - rem; /* rem <= capacity: checked when it was last lowered */
+        int ok = 0;
+        for (uint32_t k = d->sec_start[s]; k < d->sec_start[s + 1] && !ok; k++) {
+            uint32_t c = d->sec_list[k];
+            if (d->placed[c])
+                continue;
+            uint64_t e = d->floor[c];
+            if (key_at_most(d, c, f->thr_f, f->thr_k))
+                e = (e > f->level ? e : f->level) + 1; /* stuck: must be raised first */
+            ok = e <= need;
+        }
+        if (!ok)
+            return 0;
+    }
+    return 1;
 }
 
 /* ---- the search --------------------------------------------------------------------------- */
@@ -575,6 +619,8 @@ static int reset(struct decider *d, unsigned cfg)
     for (size_t x = d->leaves; x-- > 1;)
         d->r_mx[x] = d->r_mx[2 * x] > d->r_mx[2 * x + 1] ? d->r_mx[2 * x] : d->r_mx[2 * x + 1];
     d->hash = 0;
+    if (d->rem_flat)
+        memcpy(d->rem_flat, d->load, d->m * sizeof *d->rem_flat);
     return 0;
 }
 
@@ -604,7 +650,7 @@ enum decision decide(struct decider *d, uint64_t capacity, unsigned config, uint
             nodes++;
             bud->used++;
             f->hash = state_key(d, f);
-            state = failed_before(d, f->hash) ? FAIL : NEXT;
+            state = failed_before(d, f->hash) || !sections_fit(d, f) ? FAIL : NEXT;
             continue;
         }
         if (state == NEXT) {
@@ -671,6 +717,9 @@ void decider_free(struct decider *d)
     free(d->frames);
     free(d->fail_key);
     free(d->fail_cap);
+    free(d->sec_start);
+    free(d->sec_list);
+    free(d->rem_flat);
     free(d);
 }
 
@@ -759,6 +808,25 @@ int decider_new(struct decider **out, const struct planner *p, uint64_t seed)
         d->r_mx[x] = d->r_mx[2 * x] > d->r_mx[2 * x + 1] ? d->r_mx[2 * x] : d->r_mx[2 * x + 1];
     for (size_t i = 0; i < n; i++)
         d->breadth[i] = (uint64_t)rem_max(d, 1, 0, d->leaves, d->s0[i], d->s1[i]);
+    /* Section lists when they are small enough to read at every node. */
+    uint64_t entries = 0;
+    for (size_t i = 0; i < n; i++)
+        entries += d->s1[i] - d->s0[i];
+    if (entries <= SECTION_LIST_MAX) {
+        d->sec_start = calloc(d->m + 2, sizeof *d->sec_start);
+        d->sec_list = malloc(entries * sizeof *d->sec_list + 1);
+        d->rem_flat = malloc(d->m * sizeof *d->rem_flat + 1);
+        if (!d->sec_start || !d->sec_list || !d->rem_flat)
+            goto oom;
+        for (size_t i = 0; i < n; i++)
+            for (uint32_t x = d->s0[i]; x < d->s1[i]; x++)
+                d->sec_start[x + 2]++;
+        for (size_t x = 0; x < d->m; x++)
+            d->sec_start[x + 2] += d->sec_start[x + 1];
+        for (size_t i = 0; i < n; i++)
+            for (uint32_t x = d->s0[i]; x < d->s1[i]; x++)
+                d->sec_list[d->sec_start[x + 1]++] = (uint32_t)i;
+    }
     return 0;
 oom:
     free(times);

@@ -120,75 +120,113 @@ out:
 
 /* ---- validation --------------------------------------------------------------------------- */
 
-struct live_entry {
-    uint64_t off, end;
+/*
+ * A sweep over time (ends before starts at equal times: lifetimes are half-open) with a segment
+ * tree over the distinct addresses: each live block adds 1 over its elementary address segments,
+ * and a new block overlaps a live one exactly when the largest count over its segments is not 0.
+ * O(n log n) whatever the layout, in linear memory.
+ */
+struct count_tree {
+    uint32_t *add, *mx; /* mx: largest count below the node, leaving out the ancestors' adds */
+    size_t leaves;
 };
 
-static size_t live_lower_bound(const struct live_entry *live, size_t n, uint64_t off)
+static void count_add(struct count_tree *t, size_t x, size_t lo, size_t hi, size_t l, size_t r, uint32_t v, int up)
 {
-    size_t a = 0, b = n;
+    if (r <= lo || hi <= l)
+        return;
+    if (l <= lo && hi <= r) {
+        t->add[x] = up ? t->add[x] + v : t->add[x] - v;
+        t->mx[x] = up ? t->mx[x] + v : t->mx[x] - v;
+        return;
+    }
+    size_t mid = (lo + hi) / 2;
+    count_add(t, 2 * x, lo, mid, l, r, v, up);
+    count_add(t, 2 * x + 1, mid, hi, l, r, v, up);
+    t->mx[x] = t->add[x] + (t->mx[2 * x] > t->mx[2 * x + 1] ? t->mx[2 * x] : t->mx[2 * x + 1]);
+}
+
+static uint32_t count_max(const struct count_tree *t, size_t x, size_t lo, size_t hi, size_t l, size_t r)
+{
+    if (r <= lo || hi <= l)
+        return 0;
+    if (l <= lo && hi <= r)
+        return t->mx[x];
+    size_t mid = (lo + hi) / 2;
+    uint32_t a = count_max(t, 2 * x, lo, mid, l, r), c = count_max(t, 2 * x + 1, mid, hi, l, r);
+    return t->add[x] + (a > c ? a : c);
+}
+
+static size_t address_index(const uint64_t *u, size_t m, uint64_t v)
+{
+    size_t a = 0, b = m;
     while (a < b) {
-        size_t m = a + (b - a) / 2;
-        if (live[m].off < off)
-            a = m + 1;
+        size_t mid = a + (b - a) / 2;
+        if (u[mid] < v)
+            a = mid + 1;
         else
-            b = m;
+            b = mid;
     }
     return a;
 }
 
-/* Sweep over time keeping the live blocks sorted by offset: a new block overlaps some live
- * block exactly when it overlaps one of its two neighbours in that order. */
 int ws_plan_validate(const struct ws_plan_buffer *b, size_t n, uint64_t default_alignment, uint64_t *peak)
 {
-    uint64_t(*ev)[3] = malloc(2 * n * sizeof *ev + 1);
-    struct live_entry *live = malloc(n * sizeof *live + 1);
-    size_t nlive = 0;
+    uint64_t(*ev)[3] = malloc(2 * n * sizeof *ev + 1), *addr = malloc(2 * n * sizeof *addr + 1);
+    uint64_t *sz = malloc(n * sizeof *sz + 1);
+    struct count_tree t = {0};
     int ok = -1;
     uint64_t top = 0;
-    if (!ev || !live)
+    if (!ev || !addr || !sz)
         goto out;
     ok = 0;
-    size_t m = 0;
+    size_t m = 0, na = 0;
     for (size_t i = 0; i < n; i++) {
-        uint64_t a = effective_alignment(&b[i], default_alignment), sz, end;
-        if (b[i].lower > b[i].upper || b[i].offset % a || round_up(b[i].size, a, &sz) ||
-            __builtin_add_overflow(b[i].offset, sz, &end))
+        uint64_t a = effective_alignment(&b[i], default_alignment), end;
+        if (b[i].lower > b[i].upper || b[i].offset % a || round_up(b[i].size, a, &sz[i]) ||
+            __builtin_add_overflow(b[i].offset, sz[i], &end))
             goto out;
-        if (sz == 0 || b[i].lower == b[i].upper)
+        if (sz[i] == 0 || b[i].lower == b[i].upper)
             continue; /* occupies nothing */
         if (end > top)
             top = end;
         ev[m][0] = (uint64_t)b[i].lower ^ (1ull << 63), ev[m][1] = 1, ev[m++][2] = i;
         ev[m][0] = (uint64_t)b[i].upper ^ (1ull << 63), ev[m][1] = 0, ev[m++][2] = i;
+        addr[na++] = b[i].offset;
+        addr[na++] = end;
     }
+    ok = -1;
     /* By kind (ends first), then stably by time: ties stay by index. */
-    if (radix_sort_words(&ev[0][0], m, 3, 1) || radix_sort_words(&ev[0][0], m, 3, 0)) {
-        ok = -1;
+    if (radix_sort_words(&ev[0][0], m, 3, 1) || radix_sort_words(&ev[0][0], m, 3, 0) ||
+        radix_sort_words(addr, na, 1, 0))
         goto out;
-    }
+    size_t u = 0;
+    for (size_t k = 0; k < na; k++)
+        if (u == 0 || addr[k] != addr[u - 1])
+            addr[u++] = addr[k];
+    t.leaves = 1;
+    while (t.leaves < u)
+        t.leaves *= 2;
+    t.add = calloc(2 * t.leaves, sizeof *t.add);
+    t.mx = calloc(2 * t.leaves, sizeof *t.mx);
+    if (!t.add || !t.mx)
+        goto out;
+    ok = 0;
     for (size_t k = 0; k < m; k++) {
         const struct ws_plan_buffer *x = &b[ev[k][2]];
-        uint64_t a = effective_alignment(x, default_alignment), sz;
-        round_up(x->size, a, &sz);
-        struct live_entry e = {x->offset, x->offset + sz};
-        size_t pos = live_lower_bound(live, nlive, e.off);
-        if (ev[k][1] == 0) { /* end: remove the entry with this offset (offsets are unique) */
-            memmove(&live[pos], &live[pos + 1], (nlive - pos - 1) * sizeof *live);
-            nlive--;
-            continue;
-        }
-        if ((pos < nlive && live[pos].off < e.end) || (pos > 0 && live[pos - 1].end > e.off))
+        size_t l = address_index(addr, u, x->offset), r = address_index(addr, u, x->offset + sz[ev[k][2]]);
+        if (ev[k][1] == 1 && count_max(&t, 1, 0, t.leaves, l, r) != 0)
             goto out;
-        memmove(&live[pos + 1], &live[pos], (nlive - pos) * sizeof *live);
-        live[pos] = e;
-        nlive++;
+        count_add(&t, 1, 0, t.leaves, l, r, 1, ev[k][1] == 1);
     }
     ok = 1;
     if (peak)
         *peak = top;
 out:
     free(ev);
-    free(live);
+    free(addr);
+    free(sz);
+    free(t.add);
+    free(t.mx);
     return ok;
 }

@@ -51,6 +51,8 @@ static int capacity_search(struct planner *p, struct best_plan *best, uint64_t *
         int settled = 0;
         for (unsigned k = 0; k < nconfig && !settled && !budget_spent(bud); k++) {
             enum decision r = decide(d, *lower, k, limit, bud, off);
+            if (getenv("WS_DEBUG"))
+                fprintf(stderr, "round %u limit %llu LB probe cfg %u -> %d\n", round, (unsigned long long)limit, k, r);
             if (r == DECISION_ERROR)
                 goto out;
             if (r == DECISION_FOUND)
@@ -63,18 +65,24 @@ static int capacity_search(struct planner *p, struct best_plan *best, uint64_t *
             limit /= 2; /* progress at this limit: try it again */
             continue;
         }
+        /* An aborted probe above the lower bound ends the round: what lies above it is barely
+         * better than the best layout, and the limit is what needs to grow. */
         for (uint64_t a = *lower + 1, b = best->peak - 1; a <= b && b != UINT64_MAX && !budget_spent(bud);) {
             uint64_t c = a + (b - a) / 2;
             enum decision r = decide(d, c, round % nconfig, limit, bud, off);
+            if (getenv("WS_DEBUG"))
+                fprintf(stderr, "round %u limit %llu cap %llu (+%.4f) -> %d\n", round, (unsigned long long)limit,
+                        (unsigned long long)c, (double)c / p->lb - 1, r);
             if (r == DECISION_ERROR)
                 goto out;
             if (r == DECISION_FOUND) {
                 accept_layout(p, off, best);
                 b = best->peak - 1;
-            } else {
-                if (r == DECISION_INFEASIBLE)
-                    *lower = c + 1;
+            } else if (r == DECISION_INFEASIBLE) {
+                *lower = c + 1;
                 a = c + 1;
+            } else {
+                break;
             }
         }
     }
@@ -135,6 +143,94 @@ out:
     return rc;
 }
 
+/*
+ * Temporal components whose buffers all meet at one moment (a clique of intervals: the latest
+ * lower is below the earliest upper) have an obvious optimum: stacked by decreasing alignment,
+ * their occupied sizes leave no padding when alignments are powers of two, so the peak is their
+ * sum, which is their load bound. Such components are laid out here and left out of map (*m
+ * shrinks); *peak is the largest stack. Dense inputs (thousands of buffers alive at once) are
+ * often exactly this, and cost the decoders quadratic time. 0, or -1 on OOM.
+ */
+struct stack_item {
+    uint64_t al, sz;
+    uint32_t i;
+};
+
+static int cmp_stack_item(const void *x, const void *y)
+{
+    const struct stack_item *a = x, *b = y;
+    if (a->al != b->al)
+        return a->al > b->al ? -1 : 1;
+    if (a->sz != b->sz)
+        return a->sz > b->sz ? -1 : 1;
+    return a->i < b->i ? -1 : a->i > b->i;
+}
+
+static int stack_cliques(struct ws_plan_buffer *b, uint32_t *map, size_t *m, uint64_t dflt, uint64_t *peak)
+{
+    size_t n = *m, kept = 0;
+    uint64_t(*by_lower)[2] = malloc(n * sizeof *by_lower + 1);
+    struct stack_item *it = malloc(n * sizeof *it + 1);
+    unsigned char *stacked = calloc(n + 1, 1);
+    int rc = -1;
+    if (!by_lower || !it || !stacked)
+        goto out;
+    for (size_t k = 0; k < n; k++) {
+        by_lower[k][0] = (uint64_t)b[map[k]].lower ^ (1ull << 63);
+        by_lower[k][1] = k;
+    }
+    if (radix_sort_words(&by_lower[0][0], n, 2, 0))
+        goto out;
+    for (size_t a = 0; a < n;) {
+        /* The component starting at a: extend while the next buffer starts before the latest end. */
+        const struct ws_plan_buffer *first = &b[map[by_lower[a][1]]];
+        int64_t reach = first->upper, low_upper = first->upper, high_lower = first->lower;
+        size_t e = a + 1;
+        for (; e < n && b[map[by_lower[e][1]]].lower < reach; e++) {
+            const struct ws_plan_buffer *x = &b[map[by_lower[e][1]]];
+            reach = x->upper > reach ? x->upper : reach;
+            low_upper = x->upper < low_upper ? x->upper : low_upper;
+            high_lower = x->lower; /* sorted */
+        }
+        if (e - a >= 2 && high_lower < low_upper) {
+            for (size_t k = a; k < e; k++) {
+                const struct ws_plan_buffer *x = &b[map[by_lower[k][1]]];
+                uint64_t al = effective_alignment(x, dflt), sz;
+                round_up(x->size, al, &sz); /* checked by the caller */
+                it[k - a] = (struct stack_item){al, sz, (uint32_t)by_lower[k][1]};
+            }
+            qsort(it, e - a, sizeof *it, cmp_stack_item);
+            uint64_t top = 0, sum = 0;
+            int exact = 1;
+            for (size_t k = 0; k < e - a && exact; k++) {
+                uint64_t o;
+                exact = !round_up(top, it[k].al, &o) && o == top && !__builtin_add_overflow(top, it[k].sz, &top) &&
+                        !__builtin_add_overflow(sum, it[k].sz, &sum);
+            }
+            if (exact) { /* no padding: the stack is optimal */
+                top = 0;
+                for (size_t k = 0; k < e - a; k++) {
+                    b[map[it[k].i]].offset = top;
+                    top += it[k].sz;
+                    stacked[it[k].i] = 1;
+                }
+                *peak = top > *peak ? top : *peak;
+            }
+        }
+        a = e;
+    }
+    for (size_t k = 0; k < n; k++)
+        if (!stacked[k])
+            map[kept++] = map[k];
+    *m = kept;
+    rc = 0;
+out:
+    free(by_lower);
+    free(it);
+    free(stacked);
+    return rc;
+}
+
 int ws_plan_solve(struct ws_plan_buffer *b, size_t n, const struct ws_plan_options *o, struct ws_plan_result *r)
 {
     double t0 = now_s();
@@ -170,6 +266,11 @@ int ws_plan_solve(struct ws_plan_buffer *b, size_t n, const struct ws_plan_optio
             goto out;
         }
     }
+    uint64_t stacked_peak = 0; /* of the components laid out as stacks, optimal */
+    if (stack_cliques(b, map, &m, dflt, &stacked_peak)) {
+        snprintf(r->error, sizeof r->error, "out of memory");
+        goto out;
+    }
     if (planner_init(&p, b, map, m, dflt, r->error))
         goto out;
     have_planner = 1;
@@ -180,10 +281,11 @@ int ws_plan_solve(struct ws_plan_buffer *b, size_t n, const struct ws_plan_optio
                  best.off ? "the load bound does not fit in 64 bits: no layout does" : "out of memory");
         goto out;
     }
-    uint64_t lower = p.lb;
+    /* The stacks are optimal, so the rest needs no layout below their peak. */
+    uint64_t lower = p.lb > stacked_peak ? p.lb : stacked_peak;
     if (m == 0) {
         best.peak = 0;
-        snprintf(r->algorithm, sizeof r->algorithm, "empty");
+        snprintf(r->algorithm, sizeof r->algorithm, stacked_peak ? "stacked" : "empty");
     } else if (plan_all(&p, o, t0, &best, &lower, &r->work, r->algorithm, sizeof r->algorithm)) {
         snprintf(r->error, sizeof r->error, "out of memory");
         goto out;
@@ -194,7 +296,7 @@ int ws_plan_solve(struct ws_plan_buffer *b, size_t n, const struct ws_plan_optio
     }
     for (size_t k = 0; k < m; k++)
         b[map[k]].offset = best.off[k];
-    r->load_bound_bytes = p.lb;
+    r->load_bound_bytes = p.lb > stacked_peak ? p.lb : stacked_peak;
     r->lower_bound_bytes = lower;
     r->valid = ws_plan_validate(b, n, dflt, &r->peak_bytes) == 1;
     if (!r->valid) {
