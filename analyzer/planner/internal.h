@@ -212,15 +212,16 @@ int search_improve(struct planner *p, uint64_t seed, struct budget *bud, double 
 /* ---- the budget of the searches ----------------------------------------------------------- */
 
 /* Work is counted in nodes (decision search), decodes and moves; a search stops when the count
- * reaches `limit` (0: no limit) or the clock passes `deadline` (0: none). */
+ * reaches `limit` (when `limited`) or the clock passes `deadline` (0: none). */
 struct budget {
     uint64_t used, limit;
+    int limited;
     double deadline;
 };
 
 static inline int budget_spent(const struct budget *b)
 {
-    return (b->limit && b->used >= b->limit) || (b->deadline > 0 && now_s() >= b->deadline);
+    return (b->limited && b->used >= b->limit) || (b->deadline > 0 && now_s() >= b->deadline);
 }
 
 /* decision.c */

@@ -109,8 +109,8 @@ static int plan_all(struct planner *p, const struct ws_plan_options *o, double t
     if (p->n <= LARGE_PROBLEM && best->peak > p->lb && canonical_decode(p, breadth, best))
         goto out;
     if (searching && best->peak > *lower) {
-        struct budget bud = {0, o->work_limit ? o->work_limit / 10 * 7 : 0,
-                             o->time_limit_s > 0 ? t0 + o->time_limit_s * 0.7 : 0};
+        struct budget bud = {0, o->work_limit / 10 * 7 + (o->work_limit < 10 ? o->work_limit : 0),
+                             o->work_limit > 0, o->time_limit_s > 0 ? t0 + o->time_limit_s * 0.7 : 0};
         if (capacity_search(p, best, lower, o->seed, &bud))
             goto out;
         *work += bud.used;
@@ -120,10 +120,10 @@ static int plan_all(struct planner *p, const struct ws_plan_options *o, double t
         double end = o->time_limit_s > 0 ? t0 + o->time_limit_s : 0;
         double half = end > 0 ? (now_s() + end) / 2 : 0;
         uint64_t before = best->peak;
-        struct budget first = {*work, o->work_limit ? *work + (o->work_limit - *work) / 2 : 0, half};
+        struct budget first = {*work, *work + (o->work_limit - *work) / 2, o->work_limit > 0, half};
         if (perturbed_orders(p, breadth, order, best, &rng, &first, half))
             goto out;
-        struct budget rest = {first.used, o->work_limit, end};
+        struct budget rest = {first.used, o->work_limit, o->work_limit > 0, end};
         int improved = 0;
         memcpy(p->off, best->off, p->n * sizeof *best->off);
         if (best->peak > *lower && search_improve(p, rng, &rest, end, &improved))

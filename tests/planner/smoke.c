@@ -6,11 +6,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "problem_csv.h"
+#include "planner.h"
 
-static int check(struct ws_plan_buffer *b, size_t n, double limit, const char *what)
+static int check(struct ws_plan_buffer *b, size_t n, uint64_t limit, const char *what)
 {
-    struct ws_plan_options o = {1, limit, 1};
+    struct ws_plan_options o = {.alignment = 1, .work_limit = limit, .seed = 1};
     struct ws_plan_result r;
     uint64_t peak;
     if (ws_plan_solve(b, n, &o, &r) || !r.valid || ws_plan_validate(b, n, 1, &peak) != 1 || peak != r.peak_bytes ||
@@ -35,7 +35,7 @@ int main(void)
             b[i] = (struct ws_plan_buffer){
                 .id = i, .lower = lo, .upper = lo + 1 + (int64_t)((s >> 20) % 40), .size = 1 + (s >> 40) % 4096};
         }
-        failed |= check(b, n, round % 3 == 0 ? 0.1 : 0, "random problem");
+        failed |= check(b, n, round % 3 == 0 ? 20000 : 0, "random problem");
         free(b);
     }
     /* Dense, mostly short lifetimes with a long tail: the block tree in both decoder threads,
@@ -49,15 +49,21 @@ int main(void)
             b[i] = (struct ws_plan_buffer){
                 .id = i, .lower = (int64_t)(i / 12), .upper = (int64_t)(i / 12 + len), .size = 1 + (s >> 40) % 4096};
         }
-        failed |= check(b, n, round ? 0.2 : 0, "dense problem with a long tail");
+        failed |= check(b, n, round ? 20000 : 0, "dense problem with a long tail");
         free(b);
     }
     struct ws_problem pr;
     char err[512];
-    const char *path = WS_SOURCE_DIR "/../shared/data/allocation-problems/somas_non_existent.csv";
+    const char *dir =
+        getenv("WSTRACE_PROBLEMS") && *getenv("WSTRACE_PROBLEMS") ? getenv("WSTRACE_PROBLEMS") : WS_PROBLEMS_DIR;
+    char path[4096];
+    snprintf(path, sizeof path, "%s/somas_resnet50.csv", dir);
     if (ws_problem_read(path, &pr, err, sizeof err) == 0) {
-        failed |= check(pr.buffers, pr.n, 0, path);
+        failed |= check(pr.buffers, pr.n, 20000, path);
         ws_problem_free(&pr);
+    } else {
+        fprintf(stderr, "planner_smoke: %s\n", err);
+        failed = 1;
     }
     if (!failed)
         puts("planner_smoke: ok");

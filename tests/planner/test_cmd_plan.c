@@ -14,10 +14,17 @@
 #include "testdir.h"
 #include "commands.h"
 #include "planner.h"
-#include "problem_csv.h"
+#include "ref_check.h"
 #include "tracedb.h"
 
-#define PROBLEMS WS_SOURCE_DIR "/../shared/data/allocation-problems"
+/* The shared problem files: WSTRACE_PROBLEMS in the environment, else the folder CMake was
+ * given (WSTRACE_PROBLEMS_DIR, by default ../shared/data/allocation-problems beside the source).
+ * A missing folder fails the test: it never passes without having planned them. */
+static const char *problems_dir(void)
+{
+    const char *env = getenv("WSTRACE_PROBLEMS");
+    return env && *env ? env : WS_PROBLEMS_DIR;
+}
 
 static char tmp[64];
 
@@ -62,9 +69,12 @@ static int skip_large(const char *name)
 
 Test(cmd_plan, shared_problem_files, .timeout = 600)
 {
-    DIR *d = opendir(PROBLEMS);
-    if (!d)
-        cr_skip_test("%s is not available", PROBLEMS);
+    const char *dir = problems_dir();
+    DIR *d = opendir(dir);
+    cr_assert_not_null(d,
+                       "%s: the shared problem files are missing (set WSTRACE_PROBLEMS or the CMake cache "
+                       "entry WSTRACE_PROBLEMS_DIR)",
+                       dir);
     int checked = 0;
     for (struct dirent *e; (e = readdir(d));) {
         size_t len = strlen(e->d_name);
@@ -73,11 +83,12 @@ Test(cmd_plan, shared_problem_files, .timeout = 600)
         if (skip_large(e->d_name) && strcmp(e->d_name, "somas_non_existent.csv") != 0) /* the smallest always runs */
             continue;
         char in[512], out[512];
-        snprintf(in, sizeof in, "%s/%s", PROBLEMS, e->d_name);
+        snprintf(in, sizeof in, "%s/%s", dir, e->d_name);
         snprintf(out, sizeof out, "%s/out.csv", tmp);
-        char *argv[] = {"plan", "--problem", in, "-o", out, "--json", NULL};
+        char *argv[] = {"plan", "--problem",    in,      "-o", out, "--json", "--time-limit",
+                        "0",    "--work-limit", "20000", NULL};
         json_t *j = NULL;
-        cr_assert_eq(run_plan_json(6, argv, &j), WS_EXIT_OK, "%s", in);
+        cr_assert_eq(run_plan_json(10, argv, &j), WS_EXIT_OK, "%s", in);
         cr_assert_not_null(j, "%s: JSON", in);
         json_int_t peak = json_integer_value(json_object_get(j, "peak_bytes"));
         json_int_t lb = json_integer_value(json_object_get(j, "load_bound_bytes"));
@@ -85,6 +96,11 @@ Test(cmd_plan, shared_problem_files, .timeout = 600)
         cr_expect_geq(peak, lb, "%s", in);
         cr_expect_gt(lb, 0, "%s", in);
         cr_expect(json_is_string(json_object_get(j, "algorithm")));
+        json_int_t lower = json_integer_value(json_object_get(j, "lower_bound_bytes"));
+        cr_expect_geq(lower, lb, "%s", in);
+        cr_expect_leq(lower, peak, "%s", in);
+        cr_expect_eq(json_integer_value(json_object_get(j, "gap_bytes")), peak - lower, "%s", in);
+        cr_expect_eq(json_is_true(json_object_get(j, "optimal")), peak == lower, "%s", in);
         cr_expect(json_is_number(json_object_get(j, "seconds")));
         /* The written solution is the input plus offsets, and it is a valid layout. */
         struct ws_problem pr, sol;
@@ -107,9 +123,16 @@ Test(cmd_plan, shared_problem_files, .timeout = 600)
             cr_expect_eq(b->size, pr.buffers[i].size);
         }
         fclose(f);
-        uint64_t check;
-        cr_expect_eq(ws_plan_validate(sol.buffers, sol.n, 1, &check), 1, "%s", in);
+        struct ref_buffer *x = calloc(sol.n, sizeof *x);
+        for (size_t i = 0; i < sol.n; i++)
+            x[i] = (struct ref_buffer){sol.buffers[i].lower, sol.buffers[i].upper, sol.buffers[i].size, 0,
+                                       sol.buffers[i].offset};
+        uint64_t check = 0;
+        char why[128];
+        cr_expect(ref_check(x, sol.n, 1, &check, why, sizeof why), "%s: %s", in, why);
         cr_expect_eq(check, (uint64_t)peak, "%s", in);
+        cr_expect_eq(ref_load_bound(x, sol.n, 1), (uint64_t)lb, "%s", in);
+        free(x);
         ws_problem_free(&pr);
         ws_problem_free(&sol);
         json_decref(j);
@@ -138,6 +161,42 @@ Test(cmd_plan, bad_usage_and_bad_files)
     cr_expect_eq(run_plan(2, a4), WS_EXIT_OK);
     char *a5[] = {"plan", bad, NULL}; /* not a trace */
     cr_expect_eq(run_plan(2, a5), WS_EXIT_USAGE);
+    char *a6[] = {"plan", "--problem", bad, "-o", "-", NULL};
+    cr_expect_eq(run_plan(5, a6), WS_EXIT_USAGE);
+    char *a7[] = {"plan", "--problem", bad, "--work-limit", "99999999999999999999999", NULL};
+    cr_expect_eq(run_plan(5, a7), WS_EXIT_USAGE);
+}
+
+Test(cmd_plan, the_solution_is_written_whole_or_not_at_all)
+{
+    char in[128], out[160];
+    snprintf(in, sizeof in, "%s/p.csv", tmp);
+    FILE *f = fopen(in, "w");
+    fputs("id,lower,upper,size\n0,0,2,4\n1,1,3,6\n2,2,4,4\n", f);
+    fclose(f);
+    /* A folder that does not exist: refused before planning, nothing written. */
+    snprintf(out, sizeof out, "%s/no/such/dir/out.csv", tmp);
+    char *a1[] = {"plan", "--problem", in, "-o", out, NULL};
+    cr_expect_eq(run_plan(5, a1), WS_EXIT_USAGE);
+    /* Written: the input plus offsets, nothing else left in the folder. */
+    snprintf(out, sizeof out, "%s/out.csv", tmp);
+    char *a2[] = {"plan", "--problem", in, "-o", out, "--time-limit", "0", NULL};
+    cr_assert_eq(run_plan(7, a2), WS_EXIT_OK);
+    struct ws_problem pr;
+    char err[512];
+    f = fopen(out, "r");
+    cr_assert_not_null(f);
+    char header[64];
+    cr_expect_str_eq(fgets(header, sizeof header, f), "id,lower,upper,size,offset\n");
+    fclose(f);
+    int entries = 0;
+    DIR *d = opendir(tmp);
+    for (struct dirent *e; (e = readdir(d));)
+        entries += e->d_name[0] != '.';
+    closedir(d);
+    cr_expect_eq(entries, 2, "p.csv and out.csv only (no temporary file left)");
+    (void)pr;
+    (void)err;
 }
 
 /* ---- trace mode ----------------------------------------------------------------------------- */

@@ -250,7 +250,7 @@ Test(svg, unwritable_path_fails_before_anything_is_written)
 
     /* A bad problem leaves no picture behind. */
     snprintf(out, sizeof out, "%s/p.svg", tmp);
-    write_file(in, "id,lower,upper,size\n0,4,4,1\n");
+    write_file(in, "id,lower,upper,size\n0,5,4,1\n");
     char *argv3[] = {"plan", "--problem", in, "--svg", out, NULL};
     cr_expect_eq(run_plan(5, argv3), WS_EXIT_USAGE);
     cr_expect_neq(access(out, F_OK), 0, "no picture of a refused problem");
