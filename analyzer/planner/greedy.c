@@ -522,9 +522,6 @@ int canonical_decode(struct planner *p, const uint64_t *breadth, struct best_pla
         peak = c.top > peak ? c.top : peak;
         for_each_overlap(p, p->lo[y], p->hi[y], y, canon_raise, &c);
     }
-    if (getenv("WS_DEBUG"))
-        fprintf(stderr, "canonical decoder %llu vs best %llu (lb %llu)\n", (unsigned long long)peak,
-                (unsigned long long)best->peak, (unsigned long long)p->lb);
     if (!p->overflow && peak < best->peak) {
         best->peak = peak;
         best->name = "canonical-bottom-up";

@@ -51,8 +51,6 @@ static int capacity_search(struct planner *p, struct best_plan *best, uint64_t *
         int settled = 0;
         for (unsigned k = 0; k < nconfig && !settled && !budget_spent(bud); k++) {
             enum decision r = decide(d, *lower, k, limit, bud, off);
-            if (getenv("WS_DEBUG"))
-                fprintf(stderr, "round %u limit %llu LB probe cfg %u -> %d\n", round, (unsigned long long)limit, k, r);
             if (r == DECISION_ERROR)
                 goto out;
             if (r == DECISION_FOUND)
@@ -70,9 +68,6 @@ static int capacity_search(struct planner *p, struct best_plan *best, uint64_t *
         for (uint64_t a = *lower + 1, b = best->peak - 1; a <= b && b != UINT64_MAX && !budget_spent(bud);) {
             uint64_t c = a + (b - a) / 2;
             enum decision r = decide(d, c, round % nconfig, limit, bud, off);
-            if (getenv("WS_DEBUG"))
-                fprintf(stderr, "round %u limit %llu cap %llu (+%.4f) -> %d\n", round, (unsigned long long)limit,
-                        (unsigned long long)c, (double)c / p->lb - 1, r);
             if (r == DECISION_ERROR)
                 goto out;
             if (r == DECISION_FOUND) {
@@ -109,8 +104,8 @@ static int plan_all(struct planner *p, const struct ws_plan_options *o, double t
     if (p->n <= LARGE_PROBLEM && best->peak > p->lb && canonical_decode(p, breadth, best))
         goto out;
     if (searching && best->peak > *lower) {
-        struct budget bud = {0, o->work_limit / 10 * 7 + (o->work_limit < 10 ? o->work_limit : 0),
-                             o->work_limit > 0, o->time_limit_s > 0 ? t0 + o->time_limit_s * 0.7 : 0};
+        struct budget bud = {0, o->work_limit / 10 * 7 + (o->work_limit < 10 ? o->work_limit : 0), o->work_limit > 0,
+                             o->time_limit_s > 0 ? t0 + o->time_limit_s * 0.7 : 0};
         if (capacity_search(p, best, lower, o->seed, &bud))
             goto out;
         *work += bud.used;

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "planner.h"
 #include "wsk.h"
 
 #define SCHEMA_VERSION 2 /* newest trace schema read; plans are the same since version 1 */
@@ -71,8 +72,40 @@ static int load_blocks(sqlite3 *db, sqlite3_stmt *st, struct wsk_plan *p, const 
 
 static const char plans_sql[] = "SELECT p.id, s.value, p.planned_peak_bytes FROM plans p "
                                 "JOIN strings s ON s.id = p.shape_key_id ORDER BY p.id";
-static const char blocks_sql[] = "SELECT b.ordinal, b.class, b.slot, b.bytes, b.offset, n.value FROM plan_blocks b "
-                                 "LEFT JOIN strings n ON n.id = b.node_name_id WHERE b.plan_id = ? ORDER BY b.ordinal";
+static const char blocks_sql[] =
+    "SELECT b.ordinal, b.class, b.slot, b.bytes, b.offset, n.value, b.start_event, b.end_event FROM plan_blocks b "
+    "LEFT JOIN strings n ON n.id = b.node_name_id WHERE b.plan_id = ? ORDER BY b.ordinal";
+
+/* Blocks that share an address while alive together would corrupt each other's data: the plan
+ * is checked with the planner's own validation before any run uses it. */
+static int check_overlaps(sqlite3 *db, sqlite3_stmt *st, const struct wsk_plan *p, const char *path,
+                          struct wsk_error *err)
+{
+    struct ws_plan_buffer *b = malloc(p->nblocks * sizeof *b + 1);
+    int rc = 0, step;
+    uint32_t k = 0;
+    if (!b)
+        return wsk_fail(err, WSK_EXIT_FAIL, "wsk: out of host memory");
+    sqlite3_reset(st);
+    while ((step = sqlite3_step(st)) == SQLITE_ROW && k < p->nblocks) {
+        int64_t lower = sqlite3_column_int64(st, 6), upper = sqlite3_column_int64(st, 7);
+        b[k] = (struct ws_plan_buffer){.id = p->blocks[k].ordinal,
+                                       .lower = lower,
+                                       .upper = upper > lower ? upper : lower,
+                                       .size = p->blocks[k].bytes,
+                                       .alignment = 1,
+                                       .offset = p->blocks[k].offset};
+        k++;
+    }
+    if (step != SQLITE_ROW && step != SQLITE_DONE)
+        rc = db_fail(err, path, db, "reading plan_blocks");
+    else if (ws_plan_validate(b, k, 1, NULL) != 1)
+        rc = wsk_fail(err, WSK_EXIT_USAGE,
+                      "wsk: --plan %s: the plan for %s has blocks that share an address while alive together", path,
+                      p->shape_key);
+    free(b);
+    return rc;
+}
 
 static int load_plan(sqlite3 *db, sqlite3_stmt *plans, sqlite3_stmt *blocks, struct wsk_plans *out, const char *path,
                      struct wsk_error *err)
@@ -88,7 +121,8 @@ static int load_plan(sqlite3 *db, sqlite3_stmt *plans, sqlite3_stmt *blocks, str
     p->peak = peak > 0 ? (uint64_t)peak : 0;
     sqlite3_reset(blocks);
     sqlite3_bind_int64(blocks, 1, sqlite3_column_int64(plans, 0));
-    return load_blocks(db, blocks, p, path, err);
+    int rc = load_blocks(db, blocks, p, path, err);
+    return rc ? rc : check_overlaps(db, blocks, p, path, err);
 }
 
 int wsk_plans_load(const char *path, struct wsk_plans *out, struct wsk_error *err)

@@ -270,6 +270,12 @@ Test(wsk_plan, mismatching_or_corrupt_plans_are_refused)
                "INSERT INTO plan_blocks VALUES (1, 0, NULL, 2, 'activation', NULL, 0, 1, 1024, "
                "1024, 3584);"); /* 3584 + 1024 > 4096 */
     expect_plan_refused(outside, "outside");
+    char overlap[] = "/tmp/wsk-plan-XXXXXX";
+    make_trace(overlap, "batch=1,kv=96",
+               "INSERT INTO plan_blocks VALUES (1, 0, NULL, 2, 'activation', NULL, 0, 2, 1024, 1024, 0), "
+               "(1, 1, NULL, 2, 'activation', NULL, 1, 3, 1024, 1024, 512);"); /* alive together at 1 */
+    expect_plan_refused(overlap, "share an address");
+    unlink(overlap);
     sqlite3 *db;
     close(mkstemp(empty));
     cr_assert_eq(sqlite3_open(empty, &db), SQLITE_OK);
