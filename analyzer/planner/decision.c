@@ -55,9 +55,9 @@ struct heap {
     size_t n;
 };
 
-struct trail_entry {
-    uint32_t x;
-    uint64_t tag, mx;
+struct floor_change {
+    uint32_t c;
+    uint64_t floor;
 };
 
 struct frame {
@@ -66,7 +66,7 @@ struct frame {
     uint32_t from;         /* tight points are looked for from this section on */
     uint32_t y;            /* the child being tried */
     uint64_t hash;         /* state at entry */
-    size_t mark;           /* skyline trail before y was placed */
+    size_t fmark;          /* floor trail before y was placed */
 };
 
 struct config {
@@ -93,10 +93,6 @@ struct decider {
     unsigned char *placed;
     size_t left;
     struct heap heap[HEAPS];
-    /* skyline tree (chmax with lazy tags, no push-down) */
-    uint64_t *t_tag, *t_mx;
-    struct trail_entry *trail;
-    size_t ntrail, trailcap;
     /* remaining bytes tree (range add) */
     __int128 *r_add, *r_mx;
     uint64_t *load; /* per section: initial load */
@@ -108,7 +104,10 @@ struct decider {
     size_t fail_mask;
     /* small problems: the buffers alive in each section, for the section floors */
     uint32_t *sec_start, *sec_list;
-    uint64_t *rem_flat; /* rem[s] per section, kept beside the tree when the lists exist */
+    uint64_t *rem_flat;          /* rem[s] per section, kept beside the tree when the lists exist */
+    uint32_t aff_lo, aff_hi;     /* sections whose floors or bytes the last placement changed */
+    struct floor_change *ftrail; /* floors raised by the placements on the current path */
+    size_t nftrail, ftrailcap;
 };
 
 unsigned decider_configs(void) { return NCONFIGS; }
@@ -234,91 +233,6 @@ static void rebalance(struct decider *d, uint64_t f, uint64_t k)
     }
 }
 
-/* ---- the skyline: max segment tree with lazy raises --------------------------------------- */
-
-static int trail_push(struct decider *d, size_t x)
-{
-    if (d->ntrail == d->trailcap) {
-        size_t cap = d->trailcap ? 2 * d->trailcap : 1024;
-        struct trail_entry *t = realloc(d->trail, cap * sizeof *t);
-        if (!t)
-            return -1;
-        d->trail = t;
-        d->trailcap = cap;
-    }
-    d->trail[d->ntrail++] = (struct trail_entry){(uint32_t)x, d->t_tag[x], d->t_mx[x]};
-    return 0;
-}
-
-/* Raise every section of [l, r) to at least v. A tag applies to the node's whole range; mx is the
- * largest value anywhere below it. */
-static int sky_raise(struct decider *d, size_t l, size_t r, uint64_t v)
-{
-    size_t a = l + d->leaves, b = r + d->leaves;
-    size_t a0 = a, b0 = b - 1;
-    for (; a < b; a /= 2, b /= 2) {
-        if (a & 1) {
-            if (trail_push(d, a))
-                return -1;
-            d->t_tag[a] = d->t_tag[a] > v ? d->t_tag[a] : v;
-            d->t_mx[a] = d->t_mx[a] > v ? d->t_mx[a] : v;
-            a++;
-        }
-        if (b & 1) {
-            --b;
-            if (trail_push(d, b))
-                return -1;
-            d->t_tag[b] = d->t_tag[b] > v ? d->t_tag[b] : v;
-            d->t_mx[b] = d->t_mx[b] > v ? d->t_mx[b] : v;
-        }
-    }
-    for (size_t x = a0 / 2; x >= 1; x /= 2)
-        if (d->t_mx[x] < v) {
-            if (trail_push(d, x))
-                return -1;
-            d->t_mx[x] = v;
-        }
-    for (size_t x = b0 / 2; x >= 1; x /= 2)
-        if (d->t_mx[x] < v) {
-            if (trail_push(d, x))
-                return -1;
-            d->t_mx[x] = v;
-        }
-    return 0;
-}
-
-static void sky_undo(struct decider *d, size_t mark)
-{
-    while (d->ntrail > mark) {
-        struct trail_entry *e = &d->trail[--d->ntrail];
-        d->t_tag[e->x] = e->tag;
-        d->t_mx[e->x] = e->mx;
-    }
-}
-
-/* Largest T over [l, r): mx of the canonical nodes and the tags of every node above them (each
- * lies on the path from leaf l or leaf r - 1 to the root). */
-static uint64_t sky_max(const struct decider *d, size_t l, size_t r)
-{
-    uint64_t best = 0;
-    size_t a = l + d->leaves, b = r + d->leaves;
-    for (size_t x = a; x >= 1; x /= 2)
-        best = d->t_tag[x] > best ? d->t_tag[x] : best;
-    for (size_t x = b - 1; x >= 1; x /= 2)
-        best = d->t_tag[x] > best ? d->t_tag[x] : best;
-    for (; a < b; a /= 2, b /= 2) {
-        if (a & 1) {
-            best = d->t_mx[a] > best ? d->t_mx[a] : best;
-            a++;
-        }
-        if (b & 1) {
-            --b;
-            best = d->t_mx[b] > best ? d->t_mx[b] : best;
-        }
-    }
-    return best;
-}
-
 /* ---- remaining bytes: max segment tree with range additions ------------------------------- */
 
 /* r_mx[x] is the largest value below x, leaving out the additions of x's ancestors. */
@@ -407,29 +321,19 @@ static int raise_floor(void *ctx, uint32_t c)
     if (round_up(rc->top, d->p->al[c], &nf))
         nf = UINT64_MAX;
     if (nf > d->floor[c]) {
+        if (d->nftrail == d->ftrailcap) {
+            size_t cap = d->ftrailcap ? 2 * d->ftrailcap : 4096;
+            struct floor_change *t = realloc(d->ftrail, cap * sizeof *t);
+            if (!t)
+                return -1;
+            d->ftrail = t;
+            d->ftrailcap = cap;
+        }
+        d->ftrail[d->nftrail++] = (struct floor_change){c, d->floor[c]};
         d->floor[c] = nf;
         floor_changed(d, c);
-    }
-    return 0;
-}
-
-static int lower_floor(void *ctx, uint32_t c)
-{
-    struct raise_ctx *rc = ctx;
-    struct decider *d = rc->d;
-    if (d->placed[c])
-        return 0;
-    uint64_t bound;
-    if (round_up(rc->top, d->p->al[c], &bound))
-        bound = UINT64_MAX;
-    if (d->floor[c] > bound)
-        return 0; /* raised by something else */
-    uint64_t nf;
-    if (round_up(sky_max(d, d->s0[c], d->s1[c]), d->p->al[c], &nf))
-        nf = UINT64_MAX;
-    if (nf != d->floor[c]) {
-        d->floor[c] = nf;
-        floor_changed(d, c);
+        d->aff_lo = d->s0[c] < d->aff_lo ? d->s0[c] : d->aff_lo;
+        d->aff_hi = d->s1[c] > d->aff_hi ? d->s1[c] : d->aff_hi;
     }
     return 0;
 }
@@ -446,22 +350,20 @@ static int put(struct decider *d, uint32_t y)
     d->left--;
     heap_remove(d, HEAP_CAND, y);
     heap_remove(d, HEAP_HEIGHT, y);
-    if (sky_raise(d, d->s0[y], d->s1[y], top))
-        return -1;
     rem_add(d, 1, 0, d->leaves, d->s0[y], d->s1[y], -(__int128)p->sz[y]);
     if (d->rem_flat)
         for (uint32_t x = d->s0[y]; x < d->s1[y]; x++)
             d->rem_flat[x] -= p->sz[y];
     d->hash ^= placed_hash(d, y);
     struct raise_ctx rc = {d, top};
-    for_each_overlap(p, p->lo[y], p->hi[y], y, raise_floor, &rc);
-    return 0;
+    d->aff_lo = d->s0[y];
+    d->aff_hi = d->s1[y];
+    return for_each_overlap(p, p->lo[y], p->hi[y], y, raise_floor, &rc);
 }
 
-static void take_back(struct decider *d, uint32_t y, size_t mark)
+static void take_back(struct decider *d, uint32_t y, size_t fmark)
 {
     const struct planner *p = d->p;
-    sky_undo(d, mark);
     rem_add(d, 1, 0, d->leaves, d->s0[y], d->s1[y], (__int128)p->sz[y]);
     if (d->rem_flat)
         for (uint32_t x = d->s0[y]; x < d->s1[y]; x++)
@@ -469,8 +371,11 @@ static void take_back(struct decider *d, uint32_t y, size_t mark)
     d->hash ^= placed_hash(d, y);
     d->placed[y] = 0;
     d->left++;
-    struct raise_ctx rc = {d, d->off[y] + p->sz[y]};
-    for_each_overlap(p, p->lo[y], p->hi[y], y, lower_floor, &rc);
+    while (d->nftrail > fmark) {
+        struct floor_change *e = &d->ftrail[--d->nftrail];
+        d->floor[e->c] = e->floor;
+        floor_changed(d, e->c);
+    }
     heap_push(d, HEAP_CAND, y);
     heap_push(d, HEAP_HEIGHT, y);
 }
@@ -514,11 +419,11 @@ static uint32_t next_candidate(struct decider *d, struct frame *f)
  * effective floor among them (its floor; above the current level when it is stuck), and all of
  * rem[s] must fit above it. 1 when every section passes.
  */
-static int sections_fit(const struct decider *d, const struct frame *f)
+static int sections_fit(const struct decider *d, const struct frame *f, size_t from, size_t to)
 {
     if (!d->sec_start)
         return 1;
-    for (size_t s = 0; s < d->m; s++) {
+    for (size_t s = from; s < to; s++) {
         uint64_t rem = d->rem_flat[s];
         if (rem == 0)
             continue;
@@ -608,9 +513,7 @@ static int reset(struct decider *d, unsigned cfg)
         for (size_t i = d->n / 2; i-- > 0;)
             heap_down(d, k, i);
     }
-    memset(d->t_tag, 0, 2 * d->leaves * sizeof *d->t_tag);
-    memset(d->t_mx, 0, 2 * d->leaves * sizeof *d->t_mx);
-    d->ntrail = 0;
+    d->nftrail = 0;
     memset(d->r_add, 0, 2 * d->leaves * sizeof *d->r_add);
     for (size_t s = 0; s < d->leaves; s++)
         d->r_add[d->leaves + s] = s < d->m ? (__int128)d->load[s] : 0;
@@ -650,7 +553,10 @@ enum decision decide(struct decider *d, uint64_t capacity, unsigned config, uint
             nodes++;
             bud->used++;
             f->hash = state_key(d, f);
-            state = failed_before(d, f->hash) || !sections_fit(d, f) ? FAIL : NEXT;
+            /* At the root every section; below, those the last placement changed. */
+            state = failed_before(d, f->hash) || !sections_fit(d, f, depth ? d->aff_lo : 0, depth ? d->aff_hi : d->m)
+                        ? FAIL
+                        : NEXT;
             continue;
         }
         if (state == NEXT) {
@@ -659,12 +565,12 @@ enum decision decide(struct decider *d, uint64_t capacity, unsigned config, uint
                 state = FAIL;
                 continue;
             }
-            f->mark = d->ntrail;
+            f->fmark = d->nftrail;
             if (put(d, y))
                 return DECISION_ERROR;
             uint64_t top = d->off[y] + d->p->sz[y];
             if ((__int128)top + rem_max(d, 1, 0, d->leaves, d->s0[y], d->s1[y]) > (__int128)capacity) {
-                take_back(d, y, f->mark); /* its sections cannot take what is left */
+                take_back(d, y, f->fmark); /* its sections cannot take what is left */
                 f->thr_f = d->off[y];
                 f->thr_k = d->key2[y];
                 continue;
@@ -680,7 +586,7 @@ enum decision decide(struct decider *d, uint64_t capacity, unsigned config, uint
         if (depth == 0)
             return DECISION_INFEASIBLE;
         f = &d->frames[--depth];
-        take_back(d, f->y, f->mark);
+        take_back(d, f->y, f->fmark);
         f->thr_f = d->off[f->y];
         f->thr_k = d->key2[f->y];
         f->y = NONE;
@@ -708,9 +614,7 @@ void decider_free(struct decider *d)
         free(d->heap[k].v);
         free(d->heap[k].pos);
     }
-    free(d->t_tag);
-    free(d->t_mx);
-    free(d->trail);
+    free(d->ftrail);
     free(d->r_add);
     free(d->r_mx);
     free(d->load);
@@ -770,16 +674,14 @@ int decider_new(struct decider **out, const struct planner *p, uint64_t seed)
     d->zob = malloc(n * sizeof *d->zob + 1);
     d->placed = calloc(n + 1, 1);
     d->load = calloc(d->m + 1, sizeof *d->load);
-    d->t_tag = calloc(2 * d->leaves, sizeof *d->t_tag);
-    d->t_mx = calloc(2 * d->leaves, sizeof *d->t_mx);
     d->r_add = calloc(2 * d->leaves, sizeof *d->r_add);
     d->r_mx = calloc(2 * d->leaves, sizeof *d->r_mx);
     d->frames = malloc((n + 1) * sizeof *d->frames);
-    d->fail_mask = (1u << 18) - 1;
+    d->fail_mask = (1u << 20) - 1;
     d->fail_key = calloc(d->fail_mask + 1, sizeof *d->fail_key);
     d->fail_cap = calloc(d->fail_mask + 1, sizeof *d->fail_cap);
     if (!d->s0 || !d->s1 || !d->breadth || !d->key2 || !d->floor || !d->off || !d->zob || !d->placed || !d->load ||
-        !d->t_tag || !d->t_mx || !d->r_add || !d->r_mx || !d->frames || !d->fail_key || !d->fail_cap)
+        !d->r_add || !d->r_mx || !d->frames || !d->fail_key || !d->fail_cap)
         goto oom;
     for (int k = 0; k < HEAPS; k++) {
         d->heap[k].v = malloc(n * sizeof *d->heap[k].v + 1);

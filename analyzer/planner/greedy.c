@@ -329,6 +329,7 @@ struct portfolio_run {
     uint64_t **off;     /* per entry of which */
     atomic_size_t done; /* smallest entry that reached the load bound */
     atomic_int failed;
+    double deadline; /* after it, only the first two decoders (which include the reference) start */
 };
 
 struct portfolio_worker {
@@ -350,7 +351,7 @@ static void *portfolio_worker(void *arg)
         return NULL;
     }
     for (size_t e = pw->first; e < run->count && !atomic_load(&run->failed); e += pw->step) {
-        if (e > atomic_load(&run->done))
+        if (e > atomic_load(&run->done) || (e >= 2 && run->deadline > 0 && now_s() >= run->deadline))
             break;
         const struct heuristic *h = &ws_portfolio[run->which[e]];
         uint64_t peak;
@@ -376,7 +377,7 @@ static void *portfolio_worker(void *arg)
     return NULL;
 }
 
-int run_portfolio(struct planner *p, const uint64_t *breadth, struct best_plan *best)
+int run_portfolio(struct planner *p, const uint64_t *breadth, double deadline, struct best_plan *best)
 {
     size_t which[PORTFOLIO_MAX], count = 0;
     for (size_t h = 0; h < ws_portfolio_count; h++)
@@ -384,7 +385,7 @@ int run_portfolio(struct planner *p, const uint64_t *breadth, struct best_plan *
             which[count++] = h;
     uint64_t peak[PORTFOLIO_MAX];
     uint64_t *off[PORTFOLIO_MAX] = {0};
-    struct portfolio_run run = {p, breadth, which, count, peak, off, SIZE_MAX, 0};
+    struct portfolio_run run = {p, breadth, which, count, peak, off, SIZE_MAX, 0, deadline};
     int rc = -1;
     for (size_t e = 0; e < count; e++) {
         peak[e] = UINT64_MAX;

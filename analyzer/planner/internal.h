@@ -196,7 +196,8 @@ int breadth_of(const struct planner *p, uint64_t *breadth);
 int make_order(const struct planner *p, enum order_kind kind, const uint64_t *breadth, double noise, uint64_t *rng,
                uint32_t *order);
 int try_order(struct planner *p, const uint32_t *order, enum fit fit, const char *name, struct best_plan *best);
-int run_portfolio(struct planner *p, const uint64_t *breadth, struct best_plan *best);
+/* deadline (0: none): decoders after the first two do not start once it has passed. */
+int run_portfolio(struct planner *p, const uint64_t *breadth, double deadline, struct best_plan *best);
 /* The bottom-up canonical decoder: always the unplaced buffer with the lowest floor. */
 int canonical_decode(struct planner *p, const uint64_t *breadth, struct best_plan *best);
 

@@ -99,9 +99,14 @@ static int plan_all(struct planner *p, const struct ws_plan_options *o, double t
     int searching = o->time_limit_s > 0 || o->work_limit > 0, rc = -1;
     /* The breadth orders are used by the portfolio up to LARGE_PROBLEM buffers and by the search. */
     int need_breadth = p->n <= LARGE_PROBLEM || searching;
-    if (!order || !breadth || (need_breadth && breadth_of(p, breadth)) || run_portfolio(p, breadth, best))
+    /* The time limit covers the whole call: the decoders beyond the first two and the searches
+     * only run while it lasts. */
+    double deadline = o->time_limit_s > 0 ? t0 + o->time_limit_s : 0;
+    if (!order || !breadth || (need_breadth && breadth_of(p, breadth)) || run_portfolio(p, breadth, deadline, best))
         goto out;
-    if (p->n <= LARGE_PROBLEM && best->peak > p->lb && canonical_decode(p, breadth, best))
+    if (deadline > 0 && now_s() >= deadline)
+        searching = 0;
+    if (p->n <= LARGE_PROBLEM && best->peak > p->lb && (searching || !deadline) && canonical_decode(p, breadth, best))
         goto out;
     if (searching && best->peak > *lower) {
         struct budget bud = {0, o->work_limit / 10 * 7 + (o->work_limit < 10 ? o->work_limit : 0), o->work_limit > 0,
