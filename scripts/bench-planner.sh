@@ -1,75 +1,77 @@
 #!/usr/bin/env bash
-# Planner benchmark: quality (planned peak / load bound) and time of `wstrace plan --problem`
-# on the shared problem files (default and with --time-limit), on synthetic hard problems of
-# 150-500 buffers with a known optimum, and on speed problems of 10k, 100k and 1M buffers.
-# Prints a Markdown table, then the median and worst peak/LB of each group.
+# Planner benchmark: quality and time of `wstrace plan --problem`, one row per problem, all in one
+# run: the shared SOMAS/IOPDDL problems (default options), synthetic hard problems with a known
+# optimum (`planner_gen hard`: rectangles cut into 150-500 pieces, optimum = load bound), speed
+# problems of 1 and 5 million buffers, and dense inputs (nested lifetimes, identical buffers).
+# Quality is stated in bytes above the load bound (LB) and above the best proven lower bound;
+# "proven" means the layout is proven optimal. Peak memory is the process's maximum RSS.
 #
-# usage: scripts/bench-planner.sh [BUILD_DIR] [TIME_LIMIT]   (defaults: build, 10)
+# usage: scripts/bench-planner.sh [BUILD_DIR]
+#   WSTRACE_BENCH_BASELINE=/path/to/an/older/wstrace   also run the speed and dense rows with that
+#                                                      binary, side by side (same run, same machine)
+#   WSTRACE_BENCH_QUICK=1                              leave out the 5-million-buffer rows
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${1:-build}
-limit=${2:-10}
 case $build in /*) ;; *) build=$root/$build ;; esac
 wstrace=$build/bin/wstrace
 gen=$build/tests/planner_gen
-problems=$root/../shared/data/allocation-problems
+problems=${WSTRACE_PROBLEMS:-$root/../shared/data/allocation-problems}
+baseline=${WSTRACE_BENCH_BASELINE:-}
 for f in "$wstrace" "$gen"; do
   [[ -x $f ]] || { echo "bench-planner: $f missing; build the wstrace and planner_gen targets" >&2; exit 2; }
 done
+[[ -d $problems ]] || { echo "bench-planner: $problems not found (set WSTRACE_PROBLEMS)" >&2; exit 2; }
+[[ -z $baseline || -x $baseline ]] || { echo "bench-planner: $baseline is not executable" >&2; exit 2; }
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-results=$work/results.tsv # group, ratio
 
-# plan GROUP FILE [OPTIONS...]: one table row.
-plan() {
-  local group=$1 file=$2
-  shift 2
-  local json
-  json=$("$wstrace" plan --problem "$file" --json "$@")
-  python3 - "$group" "$(basename "$file" .csv)" "$*" "$json" "$results" <<'EOF'
+# row BINARY LABEL FILE [OPTIONS...]: one table row.
+row() {
+  local bin=$1 label=$2 file=$3
+  shift 3
+  /usr/bin/time -f "%e %M" -o "$work/time" "$bin" plan --problem "$file" --json "$@" >"$work/out.json"
+  python3 - "$label" "$(basename "$file" .csv)" "$*" "$work/out.json" "$work/time" <<'PY'
 import json, sys
-group, name, opts, text, results = sys.argv[1:]
-j = json.loads(text)
-ratio = j["peak_bytes"] / j["load_bound_bytes"] if j["load_bound_bytes"] else 1.0
+label, name, opts, out, timing = sys.argv[1:]
+j = json.load(open(out))
+wall, rss = open(timing).read().split()
+lb = j["load_bound_bytes"]
+lower = j.get("lower_bound_bytes", lb)
+peak = j["peak_bytes"]
+proven = "yes" if j.get("optimal", peak == lb) else "no"
 assert j["valid"], name
-print(f"| {name} | {opts or 'default'} | {j['buffers']} | {j['load_bound_bytes']} | {ratio:.5f} | "
-      f"{j['seconds']:.2f} | {j['algorithm']} |")
-with open(results, "a") as f:
-    f.write(f"{group}\t{ratio}\n")
-EOF
+print(f"| {name} | {label} | {opts or 'default'} | {j['buffers']:,} | {lb:,} | {lower:,} | {peak:,} | "
+      f"{peak - lb:,} | {peak - lower:,} | {proven} | {float(wall):.2f} | {int(rss) // 1024:,} | {j['algorithm']} |")
+PY
 }
 
-echo "| problem | options | buffers | LB | peak / LB | seconds | algorithm |"
-echo "|---|---|---|---|---|---|---|"
-if [[ -d $problems ]]; then
-  for f in "$problems"/*.csv; do
-    plan shared-default "$f"
-    plan "shared-search" "$f" --time-limit "$limit"
-  done
-else
-  echo "bench-planner: $problems not found; skipping the shared problems" >&2
-fi
-for n in 150 250 350 500; do
-  "$gen" hard "$n" "$n" > "$work/hard_$n.csv"
-  plan hard-default "$work/hard_$n.csv"
-  plan hard-search-1s "$work/hard_$n.csv" --time-limit 1
+echo "| problem | binary | options | buffers | LB | best lower bound | peak | above LB (bytes) | above lower bound (bytes) | proven optimal | wall s | peak MiB | algorithm |"
+echo "|---|---|---|---:|---:|---:|---:|---:|---:|---|---:|---:|---|"
+for f in "$problems"/*.csv; do
+  row "$wstrace" new "$f"
 done
-for n in 10000 100000 1000000; do
-  "$gen" speed "$n" 1000 1 > "$work/speed_$n.csv"
-  plan speed "$work/speed_$n.csv"
+for n in 150 250; do
+  "$gen" hard "$n" "$n" >"$work/hard_$n.csv"
+  row "$wstrace" new "$work/hard_$n.csv"
 done
-
-echo
-echo "| group | problems | median peak / LB | worst peak / LB |"
-echo "|---|---|---|---|"
-python3 - "$results" <<'EOF'
-import statistics, sys
-groups = {}
-for line in open(sys.argv[1]):
-    g, r = line.split("\t")
-    groups.setdefault(g, []).append(float(r))
-for g, rs in groups.items():
-    print(f"| {g} | {len(rs)} | {statistics.median(rs):.5f} | {max(rs):.5f} |")
-EOF
+for n in 350 500; do
+  "$gen" hard "$n" "$n" >"$work/hard_$n.csv"
+  row "$wstrace" new "$work/hard_$n.csv" --time-limit 10
+done
+sizes="1000000"
+[[ ${WSTRACE_BENCH_QUICK:-0} = 1 ]] || sizes="1000000 5000000"
+"$gen" nested 100000 1 >"$work/nested_100k.csv"
+"$gen" same 200000 4096 >"$work/same_200k.csv"
+for f in "$work/nested_100k.csv" "$work/same_200k.csv"; do
+  row "$wstrace" new "$f"
+  [[ -z $baseline ]] || row "$baseline" baseline "$f"
+done
+for n in $sizes; do
+  "$gen" speed "$n" 1000 1 >"$work/speed_$n.csv"
+  row "$wstrace" new "$work/speed_$n.csv"
+  [[ -z $baseline ]] || row "$baseline" baseline "$work/speed_$n.csv"
+  rm -f "$work/speed_$n.csv"
+done

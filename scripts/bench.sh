@@ -77,7 +77,8 @@ for s in "${sections[@]}"; do
     case $s in
     hooks) bench_hooks | tee "$out/hooks.md" ;;
     collector) bench_collector | tee "$out/collector.md" ;;
-    planner) { echo "### Planner quality and speed"; echo; scripts/bench-planner.sh "$build"; echo; } | tee "$out/planner.md" ;;
+    planner) # WSTRACE_BENCH_BASELINE=/path/to/an/older/wstrace adds its speed and dense rows side by side
+        { echo "### Planner quality and speed"; echo; scripts/bench-planner.sh "$build"; echo; } | tee "$out/planner.md" ;;
     analysis) scripts/bench-analysis.sh "$build" | tee "$out/analysis.md" ;;
     view) scripts/bench-view.sh "$build" | tee "$out/view.md" ;;
     workload) scripts/bench-workload.sh "$build" | tee "$out/workload.md" ;;

@@ -8,6 +8,9 @@
  *   planner_gen speed N MAXLIVE SEED   N buffers, 1 to 3 allocated a step, at most MAXLIVE alive
  *                                      at once; lifetimes mostly short with a long tail, sizes
  *                                      log-uniform from 256 bytes to 64 MiB in 256-byte units.
+ *   planner_gen nested N SEED          N nested lifetimes [i, 2N - i), sizes 1 to 4096 bytes: all
+ *                                      alive at time N, so the optimum is the sum of the sizes.
+ *   planner_gen same N SIZE            N identical buffers [0, 10) of SIZE bytes.
  */
 #include <inttypes.h>
 #include <stdint.h>
@@ -98,8 +101,30 @@ static int speed(size_t n, size_t maxlive)
     return 0;
 }
 
+static int nested(size_t n)
+{
+    printf("id,lower,upper,size\n");
+    for (size_t i = 0; i < n; i++)
+        printf("%zu,%zu,%zu,%" PRIu64 "\n", i, i, 2 * n - i, 1 + below(4096));
+    return 0;
+}
+
+static int same(size_t n, uint64_t size)
+{
+    printf("id,lower,upper,size\n");
+    for (size_t i = 0; i < n; i++)
+        printf("%zu,0,10,%" PRIu64 "\n", i, size);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc == 4 && strcmp(argv[1], "nested") == 0) {
+        rng_state = strtoull(argv[3], NULL, 10);
+        return nested(strtoull(argv[2], NULL, 10));
+    }
+    if (argc == 4 && strcmp(argv[1], "same") == 0)
+        return same(strtoull(argv[2], NULL, 10), strtoull(argv[3], NULL, 10));
     if (argc >= 4 && strcmp(argv[1], "hard") == 0) {
         rng_state = strtoull(argv[3], NULL, 10);
         return hard(strtoull(argv[2], NULL, 10), argc > 4 ? strtoull(argv[4], NULL, 10) : 1u << 20);
@@ -108,6 +133,6 @@ int main(int argc, char **argv)
         rng_state = strtoull(argv[4], NULL, 10);
         return speed(strtoull(argv[2], NULL, 10), strtoull(argv[3], NULL, 10));
     }
-    fprintf(stderr, "usage: planner_gen hard N SEED [HEIGHT] | planner_gen speed N MAXLIVE SEED\n");
+    fprintf(stderr, "usage: planner_gen hard N SEED [HEIGHT] | speed N MAXLIVE SEED | nested N SEED | same N SIZE\n");
     return 2;
 }
