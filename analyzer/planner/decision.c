@@ -104,9 +104,12 @@ struct decider {
     size_t fail_mask;
     /* small problems: the buffers alive in each section, for the section floors */
     uint32_t *sec_start, *sec_list;
-    uint64_t *rem_flat;          /* rem[s] per section, kept beside the tree when the lists exist */
-    uint32_t aff_lo, aff_hi;     /* sections whose floors or bytes the last placement changed */
-    struct floor_change *ftrail; /* floors raised by the placements on the current path */
+    uint64_t *rem_flat;           /* rem[s] per section, kept beside the tree when the lists exist */
+    uint32_t aff_lo, aff_hi;      /* sections whose floors or bytes the last placement changed */
+    uint32_t *st_start, *st_list; /* small problems: the buffers starting in each section */
+    unsigned char *reach;         /* scratch of runs_tile, per section + 1 */
+    uint64_t min_load;            /* smallest initial load of a section */
+    struct floor_change *ftrail;  /* floors raised by the placements on the current path */
     size_t nftrail, ftrailcap;
 };
 
@@ -444,6 +447,53 @@ static int sections_fit(const struct decider *d, const struct frame *f, size_t f
     return 1;
 }
 
+/*
+ * Runs (small problems without slack: every section holds exactly C bytes, as a rectangle cut
+ * into pieces does). No gap is possible anywhere, so the height of section s is C - rem[s]. Take a
+ * maximal run of sections of one height h below C whose left neighbour is higher (or which starts
+ * at the first section): address h of each of its sections must be covered by a buffer at offset
+ * h, and none can come from the left, so unplaced buffers with floor h, side by side, must cover
+ * the run from its left end to its right end (and may go past it only where the right neighbour
+ * is lower, since that one rises before level h is reached). A run that no such chain covers is a
+ * dead end, whatever happens elsewhere. 1 when every run can be covered.
+ */
+static int runs_tile(struct decider *d, const struct frame *f)
+{
+    if (!d->st_start || d->min_load != d->capacity)
+        return 1;
+    const struct planner *p = d->p;
+    for (size_t a = 0; a < d->m;) {
+        uint64_t rem = d->rem_flat[a];
+        size_t b = a + 1;
+        while (b < d->m && d->rem_flat[b] == rem)
+            b++;
+        /* A higher section on the left (or the start of time) is a wall: the buffers at h start in
+         * the run. A higher one on the right is a wall too; a lower one will rise, and a buffer
+         * may then reach past the run. */
+        int left_wall = a == 0 || d->rem_flat[a - 1] < rem, right_wall = b == d->m || d->rem_flat[b] < rem;
+        if (rem && left_wall) {
+            uint64_t h = d->capacity - rem;
+            memset(&d->reach[a], 0, b - a + 1);
+            d->reach[a] = 1;
+            for (size_t x = a; x < b; x++) {
+                if (!d->reach[x])
+                    continue;
+                for (uint32_t k = d->st_start[x]; k < d->st_start[x + 1]; k++) {
+                    uint32_t c = d->st_list[k];
+                    if (!d->placed[c] && (d->s1[c] <= b || !right_wall) && p->sz[c] <= rem && d->floor[c] == h &&
+                        !key_at_most(d, c, f->thr_f, f->thr_k))
+                        d->reach[d->s1[c] < b ? d->s1[c] : b] = 1;
+                }
+            }
+            if (!d->reach[b]) {
+                return 0;
+            }
+        }
+        a = b;
+    }
+    return 1;
+}
+
 /* ---- the search --------------------------------------------------------------------------- */
 
 struct rank_item {
@@ -554,7 +604,8 @@ enum decision decide(struct decider *d, uint64_t capacity, unsigned config, uint
             bud->used++;
             f->hash = state_key(d, f);
             /* At the root every section; below, those the last placement changed. */
-            state = failed_before(d, f->hash) || !sections_fit(d, f, depth ? d->aff_lo : 0, depth ? d->aff_hi : d->m)
+            state = failed_before(d, f->hash) || !sections_fit(d, f, depth ? d->aff_lo : 0, depth ? d->aff_hi : d->m) ||
+                            !runs_tile(d, f)
                         ? FAIL
                         : NEXT;
             continue;
@@ -624,6 +675,9 @@ void decider_free(struct decider *d)
     free(d->sec_start);
     free(d->sec_list);
     free(d->rem_flat);
+    free(d->st_start);
+    free(d->st_list);
+    free(d->reach);
     free(d);
 }
 
@@ -728,7 +782,21 @@ int decider_new(struct decider **out, const struct planner *p, uint64_t seed)
         for (size_t i = 0; i < n; i++)
             for (uint32_t x = d->s0[i]; x < d->s1[i]; x++)
                 d->sec_list[d->sec_start[x + 1]++] = (uint32_t)i;
+        d->st_start = calloc(d->m + 2, sizeof *d->st_start);
+        d->st_list = malloc(n * sizeof *d->st_list + 1);
+        d->reach = malloc(d->m + 1);
+        if (!d->st_start || !d->st_list || !d->reach)
+            goto oom;
+        for (size_t i = 0; i < n; i++)
+            d->st_start[d->s0[i] + 2]++;
+        for (size_t x = 0; x < d->m; x++)
+            d->st_start[x + 2] += d->st_start[x + 1];
+        for (size_t i = 0; i < n; i++)
+            d->st_list[d->st_start[d->s0[i] + 1]++] = (uint32_t)i;
     }
+    d->min_load = UINT64_MAX;
+    for (size_t x = 0; x < d->m; x++)
+        d->min_load = d->load[x] < d->min_load ? d->load[x] : d->min_load;
     return 0;
 oom:
     free(times);

@@ -369,6 +369,24 @@ Test(planner, the_decision_search_proves_the_load_bound_of_cut_rectangles)
     }
 }
 
+Test(planner, proofs_never_pass_a_known_optimum)
+{
+    /* Cut rectangles of 40 to 100 pieces, 1000 bytes high: the optimum is 1000 by construction,
+     * so a proven lower bound above it would be a false proof (the search prunes only what cannot
+     * lead to a layout). Most of these are solved, some by the decision search. */
+    int solved = 0;
+    for (uint64_t seed = 1; seed <= 40; seed++) {
+        struct ws_plan_buffer b[100];
+        size_t n = cut_rectangle_w(b, 40 + (seed % 4) * 20, 1000, 100, seed);
+        struct ws_plan_result r = solve(b, n, 1, 20000);
+        cr_expect_eq(r.load_bound_bytes, 1000);
+        cr_expect_eq(r.lower_bound_bytes, 1000, "seed %llu: a lower bound of %llu above the optimum",
+                     (unsigned long long)seed, (unsigned long long)r.lower_bound_bytes);
+        solved += r.peak_bytes == 1000;
+    }
+    cr_expect_geq(solved, 30, "only %d of 40 solved", solved);
+}
+
 Test(planner, a_bounded_search_is_repeatable_and_always_returns_a_layout)
 {
     /* 500 pieces: not solved within these limits. Every limit, even 1 step, gives a valid layout
