@@ -121,10 +121,12 @@ out:
 /* ---- validation --------------------------------------------------------------------------- */
 
 /*
- * A sweep over time (ends before starts at equal times: lifetimes are half-open) with a segment
- * tree over the distinct addresses: each live block adds 1 over its elementary address segments,
- * and a new block overlaps a live one exactly when the largest count over its segments is not 0.
- * O(n log n) whatever the layout, in linear memory.
+ * A sweep over time (ends before starts at equal times: lifetimes are half-open). While few blocks
+ * are alive at once, the live blocks are kept sorted by offset and a new block overlaps a live one
+ * exactly when it overlaps a neighbour in that order; with many (dense problems, where that array
+ * costs quadratic time), a segment tree over the distinct addresses counts the live blocks over
+ * each elementary address segment, and a new block overlaps a live one exactly when the largest
+ * count over its segments is not 0. O(n log n) either way, in linear memory.
  */
 struct count_tree {
     uint32_t *add, *mx; /* mx: largest count below the node, leaving out the ancestors' adds */
@@ -170,6 +172,56 @@ static size_t address_index(const uint64_t *u, size_t m, uint64_t v)
     return a;
 }
 
+struct live_entry {
+    uint64_t off, end;
+};
+
+static size_t live_lower_bound(const struct live_entry *live, size_t n, uint64_t off)
+{
+    size_t a = 0, b = n;
+    while (a < b) {
+        size_t m = a + (b - a) / 2;
+        if (live[m].off < off)
+            a = m + 1;
+        else
+            b = m;
+    }
+    return a;
+}
+
+/* Below this many blocks alive at once, the sorted array is the faster sweep. */
+#define SORTED_LIVE_MAX 4096
+
+/* 1 when no two of the blocks of the sorted events overlap; 0 otherwise; -1 on OOM. */
+static int sweep_sorted(const struct ws_plan_buffer *b, const uint64_t (*ev)[3], size_t m, const uint64_t *sz,
+                        size_t maxlive)
+{
+    struct live_entry *live = malloc(maxlive * sizeof *live + 1);
+    size_t nlive = 0;
+    int ok = 0;
+    if (!live)
+        return -1;
+    for (size_t k = 0; k < m; k++) {
+        const struct ws_plan_buffer *x = &b[ev[k][2]];
+        struct live_entry e = {x->offset, x->offset + sz[ev[k][2]]};
+        size_t pos = live_lower_bound(live, nlive, e.off);
+        if (ev[k][1] == 0) { /* end: remove the entry with this offset (offsets are unique) */
+            memmove(&live[pos], &live[pos + 1], (nlive - pos - 1) * sizeof *live);
+            nlive--;
+            continue;
+        }
+        if ((pos < nlive && live[pos].off < e.end) || (pos > 0 && live[pos - 1].end > e.off))
+            goto out;
+        memmove(&live[pos + 1], &live[pos], (nlive - pos) * sizeof *live);
+        live[pos] = e;
+        nlive++;
+    }
+    ok = 1;
+out:
+    free(live);
+    return ok;
+}
+
 int ws_plan_validate(const struct ws_plan_buffer *b, size_t n, uint64_t default_alignment, uint64_t *peak)
 {
     uint64_t(*ev)[3] = malloc(2 * n * sizeof *ev + 1), *addr = malloc(2 * n * sizeof *addr + 1);
@@ -197,8 +249,20 @@ int ws_plan_validate(const struct ws_plan_buffer *b, size_t n, uint64_t default_
     }
     ok = -1;
     /* By kind (ends first), then stably by time: ties stay by index. */
-    if (radix_sort_words(&ev[0][0], m, 3, 1) || radix_sort_words(&ev[0][0], m, 3, 0) ||
-        radix_sort_words(addr, na, 1, 0))
+    if (radix_sort_words(&ev[0][0], m, 3, 1) || radix_sort_words(&ev[0][0], m, 3, 0))
+        goto out;
+    size_t live = 0, maxlive = 0;
+    for (size_t k = 0; k < m; k++) {
+        live = ev[k][1] ? live + 1 : live - 1;
+        maxlive = live > maxlive ? live : maxlive;
+    }
+    if (maxlive <= SORTED_LIVE_MAX) {
+        ok = sweep_sorted(b, (const uint64_t(*)[3])ev, m, sz, maxlive);
+        if (ok == 1 && peak)
+            *peak = top;
+        goto out;
+    }
+    if (radix_sort_words(addr, na, 1, 0))
         goto out;
     size_t u = 0;
     for (size_t k = 0; k < na; k++)

@@ -179,6 +179,26 @@ Test(planner, validate_rejects_overlaps_and_misalignment)
     cr_expect_eq(ws_plan_load_bound(b, 2, 32), 32);
 }
 
+Test(planner, validate_finds_the_one_overlap_among_many_live_blocks)
+{
+    /* 6000 blocks alive together (beyond the sorted sweep's range), stacked 8 bytes apart: valid
+     * with peak 48000; moving one block by 4 bytes makes it overlap its neighbour. */
+    size_t n = 6000;
+    struct ws_plan_buffer *b = calloc(n, sizeof *b);
+    for (size_t i = 0; i < n; i++)
+        b[i] = (struct ws_plan_buffer){.id = i, .lower = (int64_t)(i % 7), .upper = 100, .size = 8, .offset = 8 * i};
+    uint64_t peak = 0;
+    cr_expect_eq(ws_plan_validate(b, n, 1, &peak), 1);
+    cr_expect_eq(peak, 8 * n);
+    b[4321].offset += 4;
+    cr_expect_eq(ws_plan_validate(b, n, 1, &peak), 0);
+    b[4321].offset -= 4;
+    b[4321].lower = 100; /* an empty lifetime occupies nothing, wherever it is */
+    b[4321].offset = 8;
+    cr_expect_eq(ws_plan_validate(b, n, 1, &peak), 1);
+    free(b);
+}
+
 /* ---- an independent reference: best-fit by decreasing size, quadratic and plain ---------- */
 
 struct ref_item {
