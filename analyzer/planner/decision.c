@@ -47,6 +47,10 @@
  * floors checked at every node. */
 #define SECTION_LIST_MAX 65536
 
+/* At most this many floor changes are remembered along one path (16 bytes each); a longer path
+ * ends the call as if out of memory, and the caller keeps its layout. */
+#define FLOOR_TRAIL_MAX (1u << 23)
+
 enum heap_kind { HEAP_CAND, HEAP_STUCK, HEAP_HEIGHT, HEAPS };
 
 struct heap {
@@ -325,6 +329,8 @@ static int raise_floor(void *ctx, uint32_t c)
         nf = UINT64_MAX;
     if (nf > d->floor[c]) {
         if (d->nftrail == d->ftrailcap) {
+            if (d->ftrailcap >= FLOOR_TRAIL_MAX)
+                return -1; /* the path is too long for the memory it may use */
             size_t cap = d->ftrailcap ? 2 * d->ftrailcap : 4096;
             struct floor_change *t = realloc(d->ftrail, cap * sizeof *t);
             if (!t)

