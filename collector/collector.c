@@ -6,13 +6,16 @@
 #include "collector.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "process_row.h"
+#include "spool_files.h"
 #include "spool_reader.h"
 #include "tracedb.h"
 #include "u64map.h"
@@ -36,6 +39,7 @@ enum {
     ST_ALLOC_NAME,
     ST_RANGE_ATTRS,
     ST_MARK_ATTRS,
+    ST_META,
     ST_COUNT
 };
 
@@ -94,6 +98,7 @@ static const char *const statement_sql[ST_COUNT] = {
     [ST_RESIZE] = "INSERT INTO memory_region_resizes(allocation_id, bytes, thread_id, range_id, ns) "
                   "VALUES (?1,?2,?3,?4,?5)",
     [ST_ALLOC_NAME] = "INSERT OR REPLACE INTO allocation_names(allocation_id, name_id, category) VALUES (?1,?2,?3)",
+    [ST_META] = "INSERT OR REPLACE INTO meta(key, value) VALUES (?1, ?2)",
 };
 
 /* NVTX event attributes as the tracer packs them (spool_format.h): status, u4, u5. */
@@ -176,8 +181,9 @@ struct collector {
     struct thread_state *threads;
     /* strings: hash -> id, verified against the arena */
     struct ws_u64map string_ids;
-    char **string_values;
-    size_t nstrings, string_cap;
+    char **string_values; /* verbatim bytes: a name may hold NULs and need not be UTF-8 */
+    size_t *string_lens;
+    size_t nstrings, string_cap, string_lens_cap;
     /* allocations by address -> index into pending */
     struct ws_u64map live;
     struct pending_alloc *pending;
@@ -210,6 +216,7 @@ struct collector {
     int64_t next_range, next_alloc, next_run;
     int64_t command_line_id;
     uint64_t images;
+    int resolving_tie; /* take_tied() is at work: no second one inside it */
     struct ws_collect_stats *stats;
     char *err;
     size_t errlen;
@@ -354,23 +361,25 @@ static uint64_t hash_bytes(const char *p, size_t n)
     return h;
 }
 
-/* Intern a string; returns its id (>= 1) or -1. */
+/* Intern a string (n bytes, stored verbatim); returns its id (>= 1) or -1. */
 static int64_t intern(struct collector *c, const char *p, size_t n)
 {
     uint64_t key = hash_bytes(p, n), id;
     while (ws_u64map_get(&c->string_ids, key, &id)) {
-        const char *v = c->string_values[id - 1];
-        if (strlen(v) == n && memcmp(v, p, n) == 0)
+        if (c->string_lens[id - 1] == n && memcmp(c->string_values[id - 1], p, n) == 0)
             return (int64_t)id;
         key = key * 31 + 1; /* a hash collision: probe the next key */
     }
-    if (GROW(c->string_values, c->nstrings, c->string_cap) != 0)
+    size_t lens_n = c->nstrings;
+    if (GROW(c->string_values, c->nstrings, c->string_cap) != 0 ||
+        GROW(c->string_lens, lens_n, c->string_lens_cap) != 0)
         return fail(c, "out of memory");
     char *copy = malloc(n + 1);
     if (!copy)
         return fail(c, "out of memory");
     memcpy(copy, p, n);
     copy[n] = 0;
+    c->string_lens[c->nstrings] = n;
     c->string_values[c->nstrings++] = copy;
     id = c->nstrings;
     if (ws_u64map_put(&c->string_ids, key, id) != 0)
@@ -721,14 +730,47 @@ static void fill_pending(struct pending_alloc *a, const struct ws_rec *r, int64_
     a->api = r->api;
 }
 
+static int dispatch(struct collector *c, struct thread_state *t, const struct ws_rec *r);
+
+/*
+ * Records of equal time on different threads come in thread order, which need not be the order
+ * they happened in.  A free and the allocation that reused its address may carry the same time:
+ * libtrace times a free before its call and an allocation after it (DESIGN.md, "Address reuse
+ * across threads is ordered only by causality"), so the free is never later, but it can be equal.
+ * When record r contradicts what is live (an allocation of a live address, a free of an address
+ * that is not) and another thread holds, at the same time, the record of type `want` that
+ * resolves it, that thread's records up to it are taken first.  Returns 1 when it did, 0 when there
+ * was none, -1 on failure.
+ */
+static int take_tied(struct collector *c, const struct thread_state *t, const struct ws_rec *r, uint8_t want)
+{
+    size_t other;
+    if (c->resolving_tie || !ws_spool_find_tied(&c->spool, (size_t)(t - c->threads), r->ns, want, r->u[0], &other))
+        return 0;
+    c->resolving_tie = 1;
+    const struct ws_rec *q;
+    int rc = 1;
+    while (rc == 1 && (q = ws_spool_next_of(&c->spool, other)) != NULL) {
+        int last = q->type == want && q->status == 0 && q->u[0] == r->u[0];
+        if (dispatch(c, &c->threads[other], q) != 0)
+            rc = -1;
+        else if (last)
+            break;
+    }
+    c->resolving_tie = 0;
+    return rc;
+}
+
 static int on_alloc(struct collector *c, struct thread_state *t, const struct ws_rec *r)
 {
     struct pending_alloc a;
+    uint64_t idx;
+    if (r->status == 0 && r->u[0] != 0 && ws_u64map_get(&c->live, r->u[0], &idx) && take_tied(c, t, r, WS_REC_FREE) < 0)
+        return -1;
     fill_pending(&a, r, ++c->next_alloc, t, current_run(c));
     /* A failed call, or a zero-byte request answered with NULL, holds no address to pair. */
     if (r->status != 0 || a.address == 0)
         return write_alloc(c, &a, r->status, NULL, 0, 0);
-    uint64_t idx;
     if (ws_u64map_get(&c->live, a.address, &idx)) {
         /* The address came back without a free we saw: the old block was freed untraced. */
         if (write_alloc(c, &c->pending[idx], 0, NULL, 0, 0) != 0)
@@ -767,6 +809,8 @@ static int container_freed(struct collector *c, const struct thread_state *t, co
 static int on_free(struct collector *c, struct thread_state *t, const struct ws_rec *r)
 {
     uint64_t idx;
+    if (r->status == 0 && !ws_u64map_get(&c->live, r->u[0], &idx) && take_tied(c, t, r, WS_REC_ALLOC) < 0)
+        return -1;
     if (r->status != 0 || !ws_u64map_get(&c->live, r->u[0], &idx))
         return write_error(c, t, r); /* failed, or frees memory allocated before tracing began */
     ws_u64map_del(&c->live, r->u[0]);
@@ -1397,14 +1441,41 @@ static int write_process(struct collector *c, const char *spool_path, uint64_t l
     return boot[0] ? ws_tracedb_meta_text(c->db, "clock", boot) : 0;
 }
 
+/* meta(key) = n bytes of text, verbatim. */
+static int meta_bytes(struct collector *c, const char *key, const char *text, size_t n)
+{
+    sqlite3_stmt *st = c->st[ST_META];
+    sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, text, (int)n, SQLITE_STATIC);
+    return step(c, ST_META);
+}
+
+static int meta_string_value(struct collector *c, const char *key, int64_t value_id)
+{
+    return meta_bytes(c, key, c->string_values[value_id - 1], c->string_lens[value_id - 1]);
+}
+
+static int meta_string(struct collector *c, int64_t key_id, int64_t value_id)
+{
+    sqlite3_stmt *st = c->st[ST_META];
+    sqlite3_bind_text(st, 1, c->string_values[key_id - 1], (int)c->string_lens[key_id - 1], SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, c->string_values[value_id - 1], (int)c->string_lens[value_id - 1], SQLITE_STATIC);
+    return step(c, ST_META);
+}
+
+/* A text field of the spool header: at most its size, whether or not a NUL ends it. */
+static int meta_field(struct collector *c, const char *key, const char *field, size_t size)
+{
+    return meta_bytes(c, key, field, strnlen(field, size));
+}
+
 static int write_meta(struct collector *c, const char *spool_path)
 {
     const struct ws_spool_header *h = c->spool.hdr;
     sqlite3 *db = c->db;
     for (size_t i = 0; i < c->nmeta; i++)
-        if (ws_tracedb_meta_text(db, c->string_values[c->meta[i].key_id - 1],
-                                 c->string_values[c->meta[i].value_id - 1]) != 0)
-            return fail(c, "cannot write meta");
+        if (meta_string(c, c->meta[i].key_id, c->meta[i].value_id) != 0)
+            return -1;
     uint64_t lost = __atomic_load_n(&h->lost_records, __ATOMIC_ACQUIRE);
     uint64_t end_ns = __atomic_load_n(&h->end_ns, __ATOMIC_ACQUIRE);
     struct timespec now;
@@ -1419,16 +1490,21 @@ static int write_meta(struct collector *c, const char *spool_path)
         c->stats->threads += j == i; /* parts of one thread across exec count once */
     }
     c->stats->clean_exit = end_ns != 0;
+    if (c->command_line_id > 0) {
+        if (meta_string_value(c, "command_line", c->command_line_id) != 0)
+            return -1;
+    } else if (meta_bytes(c, "command_line", "", 0) != 0) {
+        return -1;
+    }
+    if (meta_field(c, "capture_backend", h->backend, sizeof h->backend) != 0 ||
+        meta_field(c, "tracer_version", h->tool_version, sizeof h->tool_version) != 0)
+        return -1;
     int rc =
         ws_tracedb_meta_int(db, "pid", (long long)h->pid) | ws_tracedb_meta_int(db, "ppid", (long long)h->ppid) |
-        ws_tracedb_meta_text(db, "command_line",
-                             c->command_line_id > 0 ? c->string_values[c->command_line_id - 1] : "") |
         ws_tracedb_meta_int(db, "images", (long long)c->images) |
         ws_tracedb_meta_int(db, "start_ns", (long long)h->start_ns) |
         ws_tracedb_meta_int(db, "start_time_unix_ns", (long long)h->start_realtime_ns) |
-        ws_tracedb_meta_int(db, "clean_exit", end_ns != 0) | ws_tracedb_meta_text(db, "capture_backend", h->backend) |
-        ws_tracedb_meta_text(db, "tracer_version", h->tool_version) |
-        ws_tracedb_meta_int(db, "lost_records", (long long)lost) |
+        ws_tracedb_meta_int(db, "clean_exit", end_ns != 0) | ws_tracedb_meta_int(db, "lost_records", (long long)lost) |
         ws_tracedb_meta_int(db, "truncated_strings", (long long)h->truncated_strings) |
         ws_tracedb_meta_int(db, "corrupt_records", (long long)c->spool.corrupt_records) |
         ws_tracedb_meta_int(db, "unbalanced_pops", (long long)c->unbalanced_pops) |
@@ -1493,6 +1569,7 @@ static void teardown(struct collector *c)
     for (size_t i = 0; i < c->nstrings; i++)
         free(c->string_values[i]);
     free(c->string_values);
+    free(c->string_lens);
     free(c->pending);
     free(c->free_slots);
     free(c->se);
@@ -1528,14 +1605,58 @@ static uint64_t spool_records(const struct ws_spool *s)
     return n;
 }
 
+/* Only a regular file is ever replaced by a trace, and never one of the collector's inputs. */
+static int check_destination(const char *spool_path, const char *db_path, char *err, size_t errlen)
+{
+    struct stat d, sp;
+    if (lstat(db_path, &d) != 0)
+        return 0;
+    if (!S_ISREG(d.st_mode)) {
+        snprintf(err, errlen, "%s: not a regular file (%s): it is not replaced by a trace", db_path,
+                 S_ISLNK(d.st_mode)   ? "a symbolic link"
+                 : S_ISDIR(d.st_mode) ? "a folder"
+                                      : "a device, FIFO or socket");
+        return -1;
+    }
+    if (stat(spool_path, &sp) == 0 && sp.st_dev == d.st_dev && sp.st_ino == d.st_ino) {
+        snprintf(err, errlen, "%s: is the spool being converted: the trace must go elsewhere", db_path);
+        return -1;
+    }
+    return 0;
+}
+
+/* A spool another process still writes or converts is not touched.  On success *lock_fd holds the
+ * spool's lock (or -1 when nobody ever locked it) until the conversion is over. */
+static int lock_spool(const char *spool_path, int *lock_fd, char *err, size_t errlen)
+{
+    struct ws_spool_header h;
+    enum ws_spool_use use = ws_spool_probe(spool_path, lock_fd, &h);
+    /* A pid alone proves little (hand-made or copied spools); with its start time it does. */
+    if (use == WS_SPOOL_LOCKED || (use == WS_SPOOL_ALIVE && h.start_ticks != 0 && h.end_ns == 0)) {
+        if (h.pid)
+            snprintf(err, errlen, "%s: in use by process %llu, which converts it when it exits", spool_path,
+                     (unsigned long long)h.pid);
+        else
+            snprintf(err, errlen, "%s: in use by another process", spool_path);
+        return -1;
+    }
+    return 0;
+}
+
 int ws_collect_spool(const char *spool_path, const char *db_path, struct ws_collect_stats *stats, char *err,
                      size_t errlen)
 {
-    return ws_collect_spool_progress(spool_path, db_path, stats, NULL, NULL, err, errlen);
+    return ws_collect_spool_ex(spool_path, db_path, 0, stats, NULL, NULL, err, errlen);
 }
 
 int ws_collect_spool_progress(const char *spool_path, const char *db_path, struct ws_collect_stats *stats,
                               ws_collect_progress_fn progress, void *ctx, char *err, size_t errlen)
+{
+    return ws_collect_spool_ex(spool_path, db_path, 0, stats, progress, ctx, err, errlen);
+}
+
+int ws_collect_spool_ex(const char *spool_path, const char *db_path, unsigned flags, struct ws_collect_stats *stats,
+                        ws_collect_progress_fn progress, void *ctx, char *err, size_t errlen)
 {
     struct collector c;
     memset(&c, 0, sizeof c);
@@ -1545,16 +1666,27 @@ int ws_collect_spool_progress(const char *spool_path, const char *db_path, struc
     c.errlen = errlen;
     err[0] = 0;
     char tmp[4096];
-    int rc = -1;
-    if (snprintf(tmp, sizeof tmp, "%s.tmp.%ld", db_path, (long)getpid()) >= (int)sizeof tmp) {
-        snprintf(err, errlen, "%s: path too long", db_path);
+    int rc = -1, tmp_fd = -1, lock_fd = -1;
+    c.spool.fd = -1;
+    if (check_destination(spool_path, db_path, err, errlen) != 0)
         return -1;
+    if (!(flags & WS_COLLECT_OWNER) && lock_spool(spool_path, &lock_fd, err, errlen) != 0)
+        return -1;
+    ws_temp_remove_stale(db_path);
+    if (ws_temp_create(db_path, tmp, sizeof tmp, &tmp_fd) != 0) {
+        snprintf(err, errlen, "%s: cannot write the trace: %s", db_path, strerror(errno));
+        tmp[0] = 0;
+        goto out;
     }
     if (ws_spool_open(spool_path, &c.spool, err, errlen) != 0)
         goto out;
-    if (ws_tracedb_create_bulk(tmp, &c.db, err, errlen) != 0)
-        goto out;
     char msg[512];
+    if (ws_tracedb_create_bulk(tmp, &c.db, msg, sizeof msg) != 0) {
+        size_t n = strlen(tmp); /* name the trace, not its temporary file */
+        snprintf(err, errlen, "%s: cannot write the trace: %s", db_path,
+                 strncmp(msg, tmp, n) == 0 && msg[n] == ':' ? msg + n + 2 : msg);
+        goto out;
+    }
     if (ws_tracedb_exec(c.db, "BEGIN", msg, sizeof msg) != 0 || setup(&c) != 0) {
         fail(&c, "cannot start the trace");
         goto out;
@@ -1598,6 +1730,8 @@ int ws_collect_spool_progress(const char *spool_path, const char *db_path, struc
         goto out;
     }
     c.db = NULL;
+    if (check_destination(spool_path, db_path, err, errlen) != 0)
+        goto out;
     if (rename(tmp, db_path) != 0) {
         snprintf(err, errlen, "%s: cannot write the trace: %s", db_path, strerror(errno));
         goto out;
@@ -1607,7 +1741,11 @@ out:
     if (rc != 0 && err[0] == 0)
         snprintf(err, errlen, "%s: cannot write the trace", db_path);
     teardown(&c);
-    if (rc != 0)
+    if (rc != 0 && tmp_fd >= 0)
         unlink(tmp);
+    if (tmp_fd >= 0)
+        close(tmp_fd);
+    if (lock_fd >= 0)
+        close(lock_fd);
     return rc;
 }

@@ -15,12 +15,14 @@ struct ws_collect_stats {
     uint64_t ranges;
     uint64_t threads;
     uint64_t lost_records;    /* counted by the tracer: could not be kept */
-    uint64_t corrupt_records; /* malformed records skipped by the reader */
+    uint64_t corrupt_records; /* malformed records, or records cut off a truncated spool, skipped by the reader */
     int clean_exit;           /* the traced process ended normally */
 };
 
-/* Write the trace for spool_path into db_path (replaced atomically: a temporary file is
- * renamed over it only on success).  0 or -1 with one line in err. */
+/* Write the trace for spool_path into db_path (replaced atomically: a temporary file, created
+ * exclusively, is renamed over it only on success; db_path must be a regular file or absent, and
+ * temporary files that killed collectors left behind are removed first).  Refuses a spool that
+ * another process writes or converts (collector/spool_files.h).  0 or -1 with one line in err. */
 int ws_collect_spool(const char *spool_path, const char *db_path, struct ws_collect_stats *stats, char *err,
                      size_t errlen);
 
@@ -31,5 +33,13 @@ typedef void (*ws_collect_progress_fn)(void *ctx, uint64_t done, uint64_t total)
 /* ws_collect_spool with a progress callback (progress may be NULL). */
 int ws_collect_spool_progress(const char *spool_path, const char *db_path, struct ws_collect_stats *stats,
                               ws_collect_progress_fn progress, void *ctx, char *err, size_t errlen);
+
+/* Flags of ws_collect_spool_ex. */
+enum {
+    WS_COLLECT_OWNER = 1u, /* the caller is the spool's writer and holds its lock (libwstrace.so at exit) */
+};
+/* Both of the above, with flags (progress may be NULL). */
+int ws_collect_spool_ex(const char *spool_path, const char *db_path, unsigned flags, struct ws_collect_stats *stats,
+                        ws_collect_progress_fn progress, void *ctx, char *err, size_t errlen);
 
 #endif

@@ -18,10 +18,18 @@ static int thread_cmp(const void *a, const void *b)
     return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
-static uint32_t chunk_committed(const struct ws_chunk_header *c)
+/* Records of chunk c a reader may trust: the committed ones that lie inside the file (a spool cut
+ * short keeps every complete record before the cut).  *cut receives how many committed records
+ * the cut took. */
+static uint32_t chunk_readable(const struct ws_spool *s, const struct ws_chunk_header *c, uint32_t *cut)
 {
     uint32_t n = __atomic_load_n(&c->committed, __ATOMIC_ACQUIRE);
-    return n > WS_CHUNK_RECS ? WS_CHUNK_RECS : n;
+    if (n > WS_CHUNK_RECS)
+        n = WS_CHUNK_RECS;
+    size_t off = (size_t)((const uint8_t *)c - s->map) + sizeof *c;
+    uint64_t inside = (s->size - off) / WS_REC_BYTES; /* index_chunks keeps only whole chunk headers */
+    *cut = n > inside ? n - (uint32_t)inside : 0;
+    return n > inside ? (uint32_t)inside : n;
 }
 
 static int check_header(const struct ws_spool *s, const char *path, char *err, size_t errlen)
@@ -44,7 +52,9 @@ static int check_header(const struct ws_spool *s, const char *path, char *err, s
 static int index_chunks(struct ws_spool *s)
 {
     uint64_t claimed = __atomic_load_n(&s->hdr->next_chunk, __ATOMIC_ACQUIRE);
-    uint64_t present = (s->size - WS_SPOOL_HEADER_BYTES) / WS_CHUNK_BYTES;
+    /* A chunk counts when its header is in the file; the last one may be cut short. */
+    uint64_t present =
+        (s->size - WS_SPOOL_HEADER_BYTES + WS_CHUNK_BYTES - sizeof(struct ws_chunk_header)) / WS_CHUNK_BYTES;
     uint64_t n = claimed < present ? claimed : present;
     const struct ws_chunk_header **all = calloc(n ? n : 1, sizeof *all);
     if (!all)
@@ -90,22 +100,36 @@ static int index_chunks(struct ws_spool *s)
     return 0;
 }
 
-static const struct ws_rec *thread_peek(struct ws_spool *s, struct ws_spool_thread *t)
+/* The record at a cursor over thread t's chunks, or NULL at its end.  A record that is not whole
+ * (unknown type, string running past the committed ones) ends the trust in its chunk; with count
+ * set, what is skipped is counted in corrupt_records. */
+static const struct ws_rec *peek_at(struct ws_spool *s, const struct ws_spool_thread *t, size_t *chunk_at,
+                                    uint32_t *rec_at, uint32_t *committed, int count)
 {
-    while (t->chunk_at < t->nchunks) {
-        const struct ws_chunk_header *c = t->chunks[t->chunk_at];
-        if (t->rec_at == 0)
-            t->committed = chunk_committed(c);
-        if (t->rec_at < t->committed) {
-            const struct ws_rec *r = (const struct ws_rec *)(c + 1) + t->rec_at;
-            if (r->type > WS_REC_NONE && r->type < WS_REC_TYPE_COUNT && t->rec_at + 1u + r->ext <= t->committed)
-                return r;
-            s->corrupt_records += t->committed - t->rec_at; /* the rest of this chunk is not trusted */
+    while (*chunk_at < t->nchunks) {
+        const struct ws_chunk_header *c = t->chunks[*chunk_at];
+        if (*rec_at == 0) {
+            uint32_t cut;
+            *committed = chunk_readable(s, c, &cut);
+            if (count)
+                s->corrupt_records += cut;
         }
-        t->chunk_at++;
-        t->rec_at = 0;
+        if (*rec_at < *committed) {
+            const struct ws_rec *r = (const struct ws_rec *)(c + 1) + *rec_at;
+            if (r->type > WS_REC_NONE && r->type < WS_REC_TYPE_COUNT && *rec_at + 1u + r->ext <= *committed)
+                return r;
+            if (count)
+                s->corrupt_records += *committed - *rec_at; /* the rest of this chunk is not trusted */
+        }
+        (*chunk_at)++;
+        *rec_at = 0;
     }
     return NULL;
+}
+
+static const struct ws_rec *thread_peek(struct ws_spool *s, struct ws_spool_thread *t)
+{
+    return peek_at(s, t, &t->chunk_at, &t->rec_at, &t->committed, 1);
 }
 
 static int heap_less(struct ws_spool *s, size_t a, size_t b)
@@ -115,6 +139,13 @@ static int heap_less(struct ws_spool *s, size_t a, size_t b)
     if (x->ns != y->ns)
         return x->ns < y->ns;
     return s->threads[a].serial < s->threads[b].serial;
+}
+
+static void heap_swap(struct ws_spool *s, size_t i, size_t j)
+{
+    size_t tmp = s->heap[i];
+    s->heap[i] = s->heap[j];
+    s->heap[j] = tmp;
 }
 
 static void heap_down(struct ws_spool *s, size_t i)
@@ -127,10 +158,16 @@ static void heap_down(struct ws_spool *s, size_t i)
             m = r;
         if (m == i)
             return;
-        size_t tmp = s->heap[i];
-        s->heap[i] = s->heap[m];
-        s->heap[m] = tmp;
+        heap_swap(s, i, m);
         i = m;
+    }
+}
+
+static void heap_up(struct ws_spool *s, size_t i)
+{
+    while (i > 0 && heap_less(s, s->heap[i], s->heap[(i - 1) / 2])) {
+        heap_swap(s, i, (i - 1) / 2);
+        i = (i - 1) / 2;
     }
 }
 
@@ -176,19 +213,63 @@ fail:
     return -1;
 }
 
+/* Advance thread ti past its head record and restore the heap at position pos. */
+static const struct ws_rec *take_head(struct ws_spool *s, size_t ti, size_t pos)
+{
+    struct ws_spool_thread *t = &s->threads[ti];
+    const struct ws_rec *r = thread_peek(s, t);
+    t->rec_at += 1u + r->ext;
+    if (!thread_peek(s, t)) {
+        s->heap[pos] = s->heap[--s->heap_len];
+        if (pos == s->heap_len)
+            return r;
+    }
+    /* Times only grow along a thread, but a damaged spool may say otherwise: restore both ways. */
+    heap_up(s, pos);
+    heap_down(s, pos);
+    return r;
+}
+
 const struct ws_rec *ws_spool_next(struct ws_spool *s, size_t *thread)
 {
     if (s->heap_len == 0)
         return NULL;
-    size_t ti = s->heap[0];
-    struct ws_spool_thread *t = &s->threads[ti];
-    const struct ws_rec *r = thread_peek(s, t);
-    t->rec_at += 1u + r->ext;
-    if (!thread_peek(s, t))
-        s->heap[0] = s->heap[--s->heap_len];
-    heap_down(s, 0);
-    *thread = ti;
-    return r;
+    *thread = s->heap[0];
+    return take_head(s, s->heap[0], 0);
+}
+
+/* At most this many records of equal time are looked at per thread for a tie. */
+#define TIE_SCAN 64
+
+int ws_spool_find_tied(struct ws_spool *s, size_t except, uint64_t ns, uint8_t type, uint64_t address, size_t *thread)
+{
+    for (size_t h = 0; h < s->heap_len; h++) {
+        size_t ti = s->heap[h];
+        const struct ws_spool_thread *t = &s->threads[ti];
+        if (ti == except)
+            continue;
+        size_t chunk_at = t->chunk_at;
+        uint32_t rec_at = t->rec_at, committed = t->committed;
+        for (int k = 0; k < TIE_SCAN; k++) {
+            const struct ws_rec *r = peek_at(s, t, &chunk_at, &rec_at, &committed, 0);
+            if (!r || r->ns != ns)
+                break;
+            if (r->type == type && r->status == 0 && r->u[0] == address) {
+                *thread = ti;
+                return 1;
+            }
+            rec_at += 1u + r->ext;
+        }
+    }
+    return 0;
+}
+
+const struct ws_rec *ws_spool_next_of(struct ws_spool *s, size_t thread)
+{
+    for (size_t pos = 0; pos < s->heap_len; pos++)
+        if (s->heap[pos] == thread)
+            return take_head(s, thread, pos);
+    return NULL;
 }
 
 void ws_spool_close(struct ws_spool *s)

@@ -30,7 +30,7 @@ struct ws_spool {
     struct ws_spool_thread *threads;
     size_t nthreads;
     size_t nchunks;           /* valid chunks */
-    uint64_t corrupt_records; /* records skipped because they were malformed */
+    uint64_t corrupt_records; /* records skipped: malformed, or cut off by the end of the file */
     size_t *heap;             /* merge heap of thread indices */
     size_t heap_len;
 };
@@ -43,6 +43,16 @@ void ws_spool_close(struct ws_spool *s);
  * record, with its string continuation records following it, or NULL at the end.
  * *thread is the index into s->threads. */
 const struct ws_rec *ws_spool_next(struct ws_spool *s, size_t *thread);
+
+/* Records of equal time on different threads: the first thread other than `except` whose records
+ * of time ns (those it holds next) include one of `type` with status 0 and u[0] == address.
+ * 1 and *thread set, or 0.  The collector uses it to order a free before the allocation that
+ * reused its address when both carry the same time (collector.c, take_tied). */
+int ws_spool_find_tied(struct ws_spool *s, size_t except, uint64_t ns, uint8_t type, uint64_t address, size_t *thread);
+
+/* The next record of one thread, taken out of the merge order (its records of the same time as the
+ * merge's last one); NULL when the thread has none left. */
+const struct ws_rec *ws_spool_next_of(struct ws_spool *s, size_t thread);
 
 /* The string payload of a record: pointer and length (length clamped to what was written). */
 static inline const char *ws_rec_text(const struct ws_rec *r, size_t *len)

@@ -124,18 +124,23 @@ static int create(const char *path, sqlite3 **out, int tables_only, char *err, s
 {
     sqlite3 *db = NULL;
     *out = NULL;
-    if (unlink(path) != 0 && errno != ENOENT) {
-        snprintf(err, errlen, "%s: cannot replace: %s", path, strerror(errno));
-        return -1;
+    /* A bulk load goes into an empty file its caller created exclusively (the collector's
+     * temporary file): nothing to remove, and nothing is opened through a link. */
+    if (!tables_only) {
+        if (unlink(path) != 0 && errno != ENOENT) {
+            snprintf(err, errlen, "%s: cannot replace: %s", path, strerror(errno));
+            return -1;
+        }
+        char side[4096];
+        snprintf(side, sizeof side, "%s-journal", path);
+        unlink(side);
+        snprintf(side, sizeof side, "%s-wal", path);
+        unlink(side);
     }
-    char side[4096];
-    snprintf(side, sizeof side, "%s-journal", path);
-    unlink(side);
-    snprintf(side, sizeof side, "%s-wal", path);
-    unlink(side);
     /* NOMUTEX: the connection is used by one thread; SQLite then skips a mutex per call. */
-    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL) !=
-        SQLITE_OK) {
+    if (sqlite3_open_v2(path, &db,
+                        SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_NOFOLLOW,
+                        NULL) != SQLITE_OK) {
         snprintf(err, errlen, "%s: cannot create: %s", path, db ? sqlite3_errmsg(db) : "out of memory");
         sqlite3_close(db);
         return -1;

@@ -22,7 +22,8 @@ int ws_tracedb_open(const char *path, enum ws_tracedb_mode mode, sqlite3 **db, c
  * writer (WAL off, synchronous=OFF during the load; the caller commits). */
 int ws_tracedb_create(const char *path, sqlite3 **db, char *err, size_t errlen);
 
-/* The same for a bulk load: no indexes until ws_tracedb_create_indexes() (faster inserts). */
+/* The same for a bulk load into an empty file the caller created (exclusively): no indexes until
+ * ws_tracedb_create_indexes() (faster inserts). */
 int ws_tracedb_create_bulk(const char *path, sqlite3 **db, char *err, size_t errlen);
 int ws_tracedb_create_indexes(sqlite3 *db, char *err, size_t errlen);
 

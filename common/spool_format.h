@@ -4,7 +4,7 @@
  * Layout: a 4096-byte header, then chunks of WS_CHUNK_BYTES.  Each thread owns the chunk it
  * is filling; a chunk starts with a 64-byte ws_chunk_header followed by 64-byte records.  A
  * writer fills a record (and its string continuation records) and only then publishes it by a
- * release-store of chunk->committed (see spool_commit() in libtrace/spool_writer.c); a reader
+ * release-store of chunk->committed (see ws_rec_commit() in libtrace/tracer.h); a reader
  * trusts only the first `committed` records of a chunk (see ws_spool_read() in
  * collector/spool_reader.c).  The file is mapped MAP_SHARED, so every committed record is in
  * the page cache and survives a SIGKILL of the traced process.
@@ -155,10 +155,15 @@ struct ws_spool_header {
     uint64_t truncated_strings; /* atomic */
     uint32_t next_thread;       /* atomic: thread serials handed out */
     uint32_t images;            /* atomic: exec count */
-    char backend[32];
+    char backend[32];           /* NUL-terminated when written by libwstrace; readers bound every string */
     char output[1024];
     char tool_version[32];
-    uint8_t pad[WS_SPOOL_HEADER_BYTES - 8 - 16 - 8 * 8 - 8 - 32 - 1024 - 32];
+    /* Added in place of padding (older spools hold 0 here), so readers need not know them: */
+    uint64_t start_ticks;  /* start time of the writing process (/proc/PID/stat field 22): tells the
+                              writer from a later process that reuses its pid; 0 when unknown */
+    uint64_t collected_ns; /* set once the writer has converted its own spool (it is kept only on
+                              request): a later process may then replace it without a warning */
+    uint8_t pad[WS_SPOOL_HEADER_BYTES - 8 - 16 - 8 * 8 - 8 - 32 - 1024 - 32 - 16];
 };
 
 _Static_assert(sizeof(struct ws_rec) == WS_REC_BYTES, "record size");

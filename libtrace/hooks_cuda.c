@@ -92,6 +92,28 @@ static void resolve_real(void)
         return rc;                                                                                                     \
     } while (0)
 
+/*
+ * A free's record takes its time BEFORE the real call, an allocation's AFTER it (DESIGN.md,
+ * "Address reuse across threads is ordered only by causality"): the allocator may hand a freed
+ * address to another thread before the freeing thread's hook runs again, and only these two
+ * points make free-time <= reuse-time on every interleaving.  The frees below use this variant
+ * of FORWARD_AND_RECORD_IF; RECORD sees the time as `before`.
+ */
+#define FORWARD_AND_RECORD_FREE_IF(name, args, WANTED, RECORD)                                                         \
+    do {                                                                                                               \
+        __typeof__(real.name) fn = REAL(name);                                                                         \
+        if (!fn)                                                                                                       \
+            return MISSING;                                                                                            \
+        if (!(WANTED) || !ws_hook_enter())                                                                             \
+            return fn args;                                                                                            \
+        uint64_t before = ws_now();                                                                                    \
+        cudaError_t rc = fn args;                                                                                      \
+        int saved = errno;                                                                                             \
+        RECORD;                                                                                                        \
+        ws_hook_leave(saved);                                                                                          \
+        return rc;                                                                                                     \
+    } while (0)
+
 static WS_TLS int current_device;
 
 static inline void record_alloc(uint8_t api, cudaError_t rc, void *ptr, uint64_t requested, uint64_t bytes,
@@ -114,7 +136,9 @@ static inline void record_alloc(uint8_t api, cudaError_t rc, void *ptr, uint64_t
     ws_rec_commit(1);
 }
 
-static inline void record_free(uint8_t api, cudaError_t rc, void *ptr, cudaStream_t stream, uint32_t memory)
+/* `ns`: the time taken before the real call (FORWARD_AND_RECORD_FREE_IF). */
+static inline void record_free(uint8_t api, cudaError_t rc, void *ptr, cudaStream_t stream, uint32_t memory,
+                               uint64_t ns)
 {
     struct ws_rec *r = ws_rec_reserve(1);
     if (!r)
@@ -123,7 +147,7 @@ static inline void record_free(uint8_t api, cudaError_t rc, void *ptr, cudaStrea
     r->api = api;
     r->ext = 0;
     r->status = (int32_t)rc;
-    r->ns = ws_now();
+    r->ns = ns;
     r->u[0] = (uint64_t)(uintptr_t)ptr;
     r->u[1] = 0;
     r->u[2] = 0;
@@ -216,18 +240,20 @@ WS_EXPORT cudaError_t cudaHostAlloc(void **ptr, size_t size, unsigned int flags)
 /* A free of NULL frees nothing (programs call cudaFree(NULL) to create the context): not recorded. */
 WS_EXPORT cudaError_t cudaFree(void *ptr)
 {
-    FORWARD_AND_RECORD_IF(cudaFree, (ptr), ptr != NULL, record_free(WS_API_cudaFree, rc, ptr, 0, WS_MEM_DEVICE));
+    FORWARD_AND_RECORD_FREE_IF(cudaFree, (ptr), ptr != NULL,
+                               record_free(WS_API_cudaFree, rc, ptr, 0, WS_MEM_DEVICE, before));
 }
 
 WS_EXPORT cudaError_t cudaFreeAsync(void *ptr, cudaStream_t stream)
 {
-    FORWARD_AND_RECORD_IF(cudaFreeAsync, (ptr, stream), ptr != NULL,
-                          record_free(WS_API_cudaFreeAsync, rc, ptr, stream, WS_MEM_DEVICE));
+    FORWARD_AND_RECORD_FREE_IF(cudaFreeAsync, (ptr, stream), ptr != NULL,
+                               record_free(WS_API_cudaFreeAsync, rc, ptr, stream, WS_MEM_DEVICE, before));
 }
 
 WS_EXPORT cudaError_t cudaFreeHost(void *ptr)
 {
-    FORWARD_AND_RECORD_IF(cudaFreeHost, (ptr), ptr != NULL, record_free(WS_API_cudaFreeHost, rc, ptr, 0, WS_MEM_HOST));
+    FORWARD_AND_RECORD_FREE_IF(cudaFreeHost, (ptr), ptr != NULL,
+                               record_free(WS_API_cudaFreeHost, rc, ptr, 0, WS_MEM_HOST, before));
 }
 
 /* ---- device ------------------------------------------------------------------------------ */

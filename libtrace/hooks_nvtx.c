@@ -84,12 +84,20 @@ static inline uint64_t domain_id(nvtxDomainHandle_t d) { return (uint64_t)(uintp
 
 /* ---- strings --------------------------------------------------------------------------------- */
 
-/* UTF-8 of a wide string, truncated to fit. */
+/* UTF-8 of a wide string, truncated to fit (between characters, and counted in
+ * truncated_strings).  A surrogate pair is joined; a lone surrogate or a value beyond U+10FFFF,
+ * which UTF-8 cannot encode, becomes U+FFFD. */
 static size_t wide_to_utf8(const wchar_t *w, char *out, size_t cap)
 {
     size_t n = 0;
     for (; w && *w; w++) {
         uint32_t c = (uint32_t)*w;
+        if (c >= 0xD800 && c <= 0xDBFF && (uint32_t)w[1] >= 0xDC00 && (uint32_t)w[1] <= 0xDFFF) {
+            c = 0x10000 + ((c - 0xD800) << 10) + ((uint32_t)w[1] - 0xDC00);
+            w++;
+        } else if ((c >= 0xD800 && c <= 0xDFFF) || c > 0x10FFFF) {
+            c = 0xFFFD;
+        }
         char enc[4];
         size_t k;
         if (c < 0x80) {
@@ -111,8 +119,10 @@ static size_t wide_to_utf8(const wchar_t *w, char *out, size_t cap)
             enc[3] = (char)(0x80 | (c & 0x3f));
             k = 4;
         }
-        if (n + k > cap)
+        if (n + k > cap) {
+            ws_count_truncated();
             break;
+        }
         memcpy(out + n, enc, k);
         n += k;
     }

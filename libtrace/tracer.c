@@ -1,6 +1,8 @@
 /*
- * libwstrace.so start-up, configuration, spool management, fork/exec handling and the
- * collection of the spool into SQLite when the process exits.
+ * libwstrace.so start-up, configuration, the choice of output, spool management (the slow path
+ * of the record buffer), fork/exec/exit handling and the collection of the spool into SQLite when
+ * the process exits.  Which process writes which file: README "Processes, threads, crashes";
+ * how processes agree on it: collector/spool_files.h.
  */
 #include "tracer.h"
 
@@ -9,58 +11,102 @@
 #include <limits.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/file.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include "collector.h"
 #include "identity.h"
+#include "spool_files.h"
 #include "version.h"
 
 WS_TLS struct ws_thread ws_self;
 int ws_enabled;
 
+/* Why records were lost; the first cause is named at exit. */
+enum loss { LOSS_NONE, LOSS_LIMIT, LOSS_FSIZE, LOSS_SPACE, LOSS_MAP };
+
+/* Once space has run out, a chunk is asked for again only every RETRY_LOST lost records: a full
+ * disk then costs each record an atomic load, not a system call. */
+#define RETRY_LOST 4096u
+
+/* Set for the processes a traced process starts: "PID:OUTPUT" of the process that owns OUTPUT. */
+#define SESSION_VAR "WSTRACE_SESSION"
+
+typedef void (*exit_fn)(int) __attribute__((noreturn));
+
 static struct {
     int fd;
-    struct ws_spool_header *hdr;
+    struct ws_spool_header *hdr; /* atomic: NULL until a forked child records its first event */
     char output[PATH_MAX + 64];
     char spool[PATH_MAX + 128];
-    char base_output[PATH_MAX]; /* WSTRACE_OUTPUT as configured; children derive theirs from it */
-    uint64_t max_chunks;
+    char base_output[PATH_MAX]; /* WSTRACE_OUTPUT as configured; other processes derive theirs from it */
+    uint64_t max_bytes, max_chunks;
     uint64_t generation;
+    uint64_t start_ticks; /* this process's start time: tells an exec'd image of it from a reused pid */
+    pid_t owner;          /* the process the spool belongs to; a vfork child never touches it */
     int collect_at_exit;
     int keep_spool;
     int started;
-    int stopped;
+    int stopped; /* atomic */
+    int lazy;    /* a forked child: its spool is created with its first record */
+    pthread_mutex_t lazy_lock;
+    int loss;          /* atomic: enum loss of the first record lost */
+    int loss_errno;    /* atomic */
+    uint64_t retry_at; /* atomic: lost_records at which space is asked for again; 0 when none ran out */
+    exit_fn real_exit, real_Exit;
     pthread_key_t thread_key;
-} g = {.fd = -1};
+} g = {.fd = -1, .lazy_lock = PTHREAD_MUTEX_INITIALIZER};
 
-static void warn_line(const char *fmt, const char *a, const char *b)
+/* One line per problem, never more, from inside someone else's process: control characters of
+ * the paths it names are shown as '?', so a line stays one line. */
+__attribute__((format(printf, 1, 2))) static void warn(const char *fmt, ...)
 {
-    /* One line per problem, never more, from inside someone else's process. */
     char line[PATH_MAX * 3];
     int n = snprintf(line, sizeof line, "wstrace: ");
-    n += snprintf(line + n, sizeof line - (size_t)n, fmt, a ? a : "", b ? b : "");
+    va_list ap;
+    va_start(ap, fmt);
+    int m = vsnprintf(line + n, sizeof line - (size_t)n, fmt, ap);
+    va_end(ap);
+    if (m > 0)
+        n += m;
     if (n > (int)sizeof line - 2)
         n = (int)sizeof line - 2;
+    for (int i = 0; i < n; i++)
+        if ((unsigned char)line[i] < 0x20 || line[i] == 0x7f)
+            line[i] = '?';
     line[n++] = '\n';
     ssize_t w = write(STDERR_FILENO, line, (size_t)n);
     (void)w;
 }
 
+static inline struct ws_spool_header *header(void) { return __atomic_load_n(&g.hdr, __ATOMIC_ACQUIRE); }
+
 void ws_count_lost(uint64_t n)
 {
-    if (g.hdr)
-        __atomic_fetch_add(&g.hdr->lost_records, n, __ATOMIC_RELAXED);
+    struct ws_spool_header *h = header();
+    if (h)
+        __atomic_fetch_add(&h->lost_records, n, __ATOMIC_RELAXED);
 }
 
 void ws_count_truncated(void)
 {
-    if (g.hdr)
-        __atomic_fetch_add(&g.hdr->truncated_strings, 1, __ATOMIC_RELAXED);
+    struct ws_spool_header *h = header();
+    if (h)
+        __atomic_fetch_add(&h->truncated_strings, 1, __ATOMIC_RELAXED);
+}
+
+static void note_loss(int cause, int err)
+{
+    int none = LOSS_NONE;
+    if (__atomic_compare_exchange_n(&g.loss, &none, cause, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+        __atomic_store_n(&g.loss_errno, err, __ATOMIC_RELAXED);
 }
 
 static void thread_exit(void *unused)
@@ -73,45 +119,107 @@ static void thread_exit(void *unused)
     }
 }
 
+/* A file may not grow past RLIMIT_FSIZE: trying raises SIGXFSZ, which would kill the program. */
+static int beyond_fsize_limit(uint64_t end)
+{
+    struct rlimit rl;
+    return getrlimit(RLIMIT_FSIZE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && end > (uint64_t)rl.rlim_cur;
+}
+
+/* Disk space for a whole chunk, secured before any record is written into it: writing into a
+ * page of a mapped file that the file system cannot back raises SIGBUS in the writer, which is the
+ * traced program.  0, or an errno value. */
+static int secure_space(uint64_t off)
+{
+    int e;
+    for (int attempt = 0; attempt < 4; attempt++)
+        if ((e = posix_fallocate(g.fd, (off_t)off, WS_CHUNK_BYTES)) != EINTR)
+            return e;
+    return e;
+}
+
+static int create_child_spool(int *created);
+static void record_image(void);
+
 int ws_spool_next_chunk(struct ws_thread *t)
 {
-    if (!__atomic_load_n(&ws_enabled, __ATOMIC_ACQUIRE) || !g.hdr)
+    if (!__atomic_load_n(&ws_enabled, __ATOMIC_ACQUIRE))
         return -1;
+    struct ws_spool_header *h = header();
+    int created = 0;
+    if (!h) {
+        if (!g.lazy || create_child_spool(&created) != 0)
+            return -1;
+        h = header();
+    }
     if (t->chunk && t->generation == g.generation)
         munmap(t->chunk, WS_CHUNK_BYTES);
     t->chunk = NULL;
     if (t->generation != g.generation || t->serial == 0) {
-        t->serial = __atomic_add_fetch(&g.hdr->next_thread, 1, __ATOMIC_RELAXED);
+        t->serial = __atomic_add_fetch(&h->next_thread, 1, __ATOMIC_RELAXED);
         t->seq = 0;
         t->generation = g.generation;
         pthread_setspecific(g.thread_key, (void *)1);
     }
-    uint64_t idx = __atomic_fetch_add(&g.hdr->next_chunk, 1, __ATOMIC_RELAXED);
-    if (idx >= g.max_chunks)
+    uint64_t retry_at = __atomic_load_n(&g.retry_at, __ATOMIC_RELAXED);
+    if (retry_at && __atomic_load_n(&h->lost_records, __ATOMIC_RELAXED) < retry_at)
         return -1;
-    off_t off = (off_t)(WS_SPOOL_HEADER_BYTES + idx * (uint64_t)WS_CHUNK_BYTES);
-    /* Extend the (sparse) file without ever shrinking it, whatever other threads do. */
-    if (pwrite(g.fd, "", 1, off + WS_CHUNK_BYTES - 1) != 1)
+    uint64_t idx = __atomic_fetch_add(&h->next_chunk, 1, __ATOMIC_RELAXED);
+    if (idx >= g.max_chunks) {
+        note_loss(LOSS_LIMIT, 0);
         return -1;
-    void *p = mmap(NULL, WS_CHUNK_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, g.fd, off);
-    if (p == MAP_FAILED)
+    }
+    uint64_t off = WS_SPOOL_HEADER_BYTES + idx * (uint64_t)WS_CHUNK_BYTES;
+    if (beyond_fsize_limit(off + WS_CHUNK_BYTES)) {
+        note_loss(LOSS_FSIZE, EFBIG);
         return -1;
+    }
+    int e = secure_space(off);
+    if (e != 0) {
+        note_loss(LOSS_SPACE, e);
+        __atomic_store_n(&g.retry_at, __atomic_load_n(&h->lost_records, __ATOMIC_RELAXED) + RETRY_LOST,
+                         __ATOMIC_RELAXED);
+        return -1;
+    }
+    if (retry_at)
+        __atomic_store_n(&g.retry_at, 0, __ATOMIC_RELAXED);
+    void *p = mmap(NULL, WS_CHUNK_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, g.fd, (off_t)off);
+    if (p == MAP_FAILED) {
+        note_loss(LOSS_MAP, errno);
+        return -1;
+    }
     struct ws_chunk_header *c = p;
     c->thread_serial = t->serial;
     c->os_tid = (uint64_t)syscall(SYS_gettid);
     c->seq = t->seq++;
-    c->image = __atomic_load_n(&g.hdr->images, __ATOMIC_RELAXED);
+    c->image = __atomic_load_n(&h->images, __ATOMIC_RELAXED);
     __atomic_store_n(&c->magic, WS_CHUNK_MAGIC, __ATOMIC_RELEASE);
     t->chunk = c;
     t->recs = (struct ws_rec *)(c + 1);
     t->used = 0;
+    if (created)
+        record_image(); /* the first record of a forked child's own spool */
     return 0;
+}
+
+/* Longest prefix of s (len bytes) of at most max bytes that does not end inside a UTF-8
+ * sequence; bytes that are not UTF-8 are cut anywhere. */
+static size_t utf8_prefix(const char *s, size_t len, size_t max)
+{
+    if (len <= max)
+        return len;
+    size_t k = max;
+    while (k > 0 && max - k < 3 && ((unsigned char)s[k] & 0xC0) == 0x80)
+        k--;
+    unsigned lead = (unsigned char)s[k];
+    size_t need = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : lead >= 0xC0 ? 2 : 1;
+    return lead >= 0xC0 && k + need > max ? k : max;
 }
 
 struct ws_rec *ws_rec_string(uint8_t type, const char *s, size_t len, uint32_t *nrecs)
 {
     if (len > WS_MAX_STRING) {
-        len = WS_MAX_STRING;
+        len = utf8_prefix(s, len, WS_MAX_STRING);
         ws_count_truncated();
     }
     uint32_t n = 1 + ws_string_recs(len);
@@ -176,7 +284,7 @@ static int env_flag(const char *name, int dflt, int *out)
         *out = 0;
         return 0;
     }
-    warn_line("%s must be 0 or 1 (got '%s'); tracing is off for this process", name, v);
+    warn("%s must be 0 or 1 (got '%s'); tracing is off for this process", name, v);
     return -1;
 }
 
@@ -191,9 +299,10 @@ static int read_config(void)
     uint64_t max_bytes = 8ull << 30;
     const char *m = getenv("WSTRACE_SPOOL_MAX");
     if (m && *m && (parse_bytes(m, &max_bytes) != 0 || max_bytes < WS_CHUNK_BYTES)) {
-        warn_line("WSTRACE_SPOOL_MAX '%s' is not a size of at least 256K; tracing is off for this process%s", m, "");
+        warn("WSTRACE_SPOOL_MAX '%s' is not a size of at least 256K; tracing is off for this process", m);
         return -1;
     }
+    g.max_bytes = max_bytes;
     g.max_chunks = max_bytes / WS_CHUNK_BYTES;
     const char *out = getenv("WSTRACE_OUTPUT");
     if (!out || !*out)
@@ -201,7 +310,7 @@ static int read_config(void)
     /* A pattern names the rank's (or the pid's) own trace: see "Processes" in the README. */
     char named[PATH_MAX], bad;
     if (ws_expand_output_name(out, (long)getpid(), named, sizeof named, &bad) != 0) {
-        warn_line("WSTRACE_OUTPUT '%s' is not a usable name (%s); tracing is off for this process", out,
+        warn("WSTRACE_OUTPUT '%s' is not a usable name (%s); tracing is off for this process", out,
                   bad ? "use %r, %l, %h, %p or %%" : "too long or a trailing %");
         return -1;
     }
@@ -209,11 +318,11 @@ static int read_config(void)
     /* Absolute, so that the trace lands where asked even after the program changes folder. */
     char cwd[PATH_MAX] = "";
     if (out[0] != '/' && !getcwd(cwd, sizeof cwd)) {
-        warn_line("cannot resolve WSTRACE_OUTPUT '%s': %s; tracing is off for this process", out, strerror(errno));
+        warn("cannot resolve WSTRACE_OUTPUT '%s': %s; tracing is off for this process", out, strerror(errno));
         return -1;
     }
     if (strlen(cwd) + strlen(out) + 34 >= sizeof g.base_output) {
-        warn_line("WSTRACE_OUTPUT is too long; tracing is off for this process%s%s", NULL, NULL);
+        warn("WSTRACE_OUTPUT is too long; tracing is off for this process");
         return -1;
     }
     size_t n = strlen(cwd);
@@ -249,32 +358,65 @@ static int map_header(int fd)
     void *p = mmap(NULL, WS_SPOOL_HEADER_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     if (p == MAP_FAILED)
         return -1;
-    g.hdr = p;
     g.fd = fd;
+    __atomic_store_n(&g.hdr, (struct ws_spool_header *)p, __ATOMIC_RELEASE);
     return 0;
 }
 
-/* Open the spool of this very process when an earlier image of it (before exec) made one. */
-static int attach_spool(const char *spool)
+static void set_paths(const char *output)
 {
-    int fd = open(spool, O_RDWR | O_CLOEXEC);
+    snprintf(g.output, sizeof g.output, "%s", output);
+    snprintf(g.spool, sizeof g.spool, "%s.spool", output);
+}
+
+/* The lock of a spool this process already writes, dropped by exec: a process looking at the
+ * spool (ws_spool_probe) holds it for a moment at most. */
+static int take_lock(int fd)
+{
+    for (int i = 0; i < 200; i++) {
+        if (flock(fd, LOCK_EX | LOCK_NB) == 0 || errno != EWOULDBLOCK)
+            return 0; /* taken, or a file system without locks */
+        struct timespec pause = {0, 100 * 1000};
+        nanosleep(&pause, NULL);
+    }
+    return -1;
+}
+
+/* An image started by exec goes on with the spool of output that its process already writes:
+ * same pid, same process start time, not finished. */
+static int attach_spool(const char *output)
+{
+    char spool[PATH_MAX + 128];
+    snprintf(spool, sizeof spool, "%s.spool", output);
+    int fd = open(spool, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0)
         return -1;
+    struct stat st;
     struct ws_spool_header h;
-    if (pread(fd, &h, sizeof h, 0) != (ssize_t)sizeof h || memcmp(h.magic, WS_SPOOL_MAGIC, 8) != 0 ||
-        h.version != WS_SPOOL_VERSION || h.pid != (uint64_t)getpid() || h.end_ns != 0 || map_header(fd) != 0) {
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || pread(fd, &h, sizeof h, 0) != (ssize_t)sizeof h ||
+        memcmp(h.magic, WS_SPOOL_MAGIC, 8) != 0 || h.version != WS_SPOOL_VERSION || h.pid != (uint64_t)getpid() ||
+        (h.start_ticks && g.start_ticks && h.start_ticks != g.start_ticks) || h.end_ns != 0 || take_lock(fd) != 0 ||
+        map_header(fd) != 0) {
         close(fd);
         return -1;
     }
     __atomic_add_fetch(&g.hdr->images, 1, __ATOMIC_RELAXED);
+    set_paths(output);
     return 0;
 }
 
+/* Create spool exclusively (never through a link) and lock it.  0, or -1 with errno set: EEXIST
+ * when the name is taken. */
 static int create_spool(const char *spool, const char *output)
 {
-    int fd = open(spool, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (beyond_fsize_limit(WS_SPOOL_HEADER_BYTES + WS_CHUNK_BYTES)) {
+        errno = EFBIG;
+        return -1;
+    }
+    int fd = open(spool, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
     if (fd < 0)
         return -1;
+    flock(fd, LOCK_EX | LOCK_NB); /* a fresh file: nobody else can hold it */
     struct ws_spool_header h;
     memset(&h, 0, sizeof h);
     memcpy(h.magic, WS_SPOOL_MAGIC, 8);
@@ -284,6 +426,7 @@ static int create_spool(const char *spool, const char *output)
     h.rec_bytes = WS_REC_BYTES;
     h.pid = (uint64_t)getpid();
     h.ppid = (uint64_t)getppid();
+    h.start_ticks = g.start_ticks;
     struct timespec rt;
     clock_gettime(CLOCK_REALTIME, &rt);
     h.start_realtime_ns = (uint64_t)rt.tv_sec * 1000000000u + (uint64_t)rt.tv_nsec;
@@ -293,53 +436,93 @@ static int create_spool(const char *spool, const char *output)
     memcpy(h.output, output, olen);
     snprintf(h.tool_version, sizeof h.tool_version, "%s", WSTRACE_VERSION);
     if (pwrite(fd, &h, sizeof h, 0) != (ssize_t)sizeof h || map_header(fd) != 0) {
-        close(fd);
+        int e = errno;
         unlink(spool);
+        close(fd);
+        errno = e ? e : EIO;
         return -1;
     }
     return 0;
 }
 
-/* The pid that wrote an existing spool, 0 when there is none (or it is not a spool). */
-static pid_t spool_writer(const char *spool, int *finished)
+/* Who holds an output another process claimed first. */
+struct holder {
+    enum ws_spool_use use;
+    uint64_t pid;
+};
+
+/* Make output this process's: create its spool.  A spool left there by a process that is gone
+ * is moved aside (one line says where) or, when its writer had converted it already, removed.
+ * 0: claimed; 1: another process holds it (*who says which); -1: cannot write (errno). */
+static int claim(const char *output, struct holder *who)
 {
-    int fd = open(spool, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
+    char spool[PATH_MAX + 128];
+    snprintf(spool, sizeof spool, "%s.spool", output);
+    for (int attempt = 0; attempt < 8; attempt++) {
+        if (create_spool(spool, output) == 0) {
+            set_paths(output);
+            return 0;
+        }
+        if (errno != EEXIST)
+            return -1;
+        int fd;
+        struct ws_spool_header h;
+        enum ws_spool_use use = ws_spool_probe(spool, &fd, &h);
+        if (use == WS_SPOOL_ABSENT)
+            continue;
+        if (use != WS_SPOOL_STALE) {
+            who->use = use;
+            who->pid = use == WS_SPOOL_OTHER ? 0 : h.pid;
+            return 1;
+        }
+        if (h.collected_ns) {
+            ws_spool_remove_stale(spool, fd); /* converted, and kept on request: replaced like its trace */
+        } else {
+            char aside[PATH_MAX + 256];
+            if (ws_spool_move_aside(spool, fd, output, h.pid, aside, sizeof aside) == 0)
+                warn("an earlier process (pid %llu) left its spool unconverted; it is kept as %s (run 'wstrace "
+                     "collect %s')",
+                     (unsigned long long)h.pid, aside, aside);
+        }
+        close(fd);
+    }
+    who->use = WS_SPOOL_LOCKED;
+    who->pid = 0;
+    return 1;
+}
+
+static const char *file_kind(mode_t m)
+{
+    return S_ISLNK(m)    ? "a symbolic link"
+           : S_ISDIR(m)  ? "a folder"
+           : S_ISCHR(m)  ? "a character device"
+           : S_ISBLK(m)  ? "a block device"
+           : S_ISFIFO(m) ? "a FIFO"
+           : S_ISSOCK(m) ? "a socket"
+                         : "not a regular file";
+}
+
+/* Only a regular file is ever replaced by a trace: 0 when output is one or absent. */
+static int check_output(const char *output)
+{
+    struct stat st;
+    if (lstat(output, &st) != 0 || S_ISREG(st.st_mode))
+        return 0; /* absent (or unreachable: creating the spool says why) */
+    warn("the trace %s is %s, not a regular file: it is left alone and the program runs untraced", output,
+         file_kind(st.st_mode));
+    return -1;
+}
+
+/* A process started by a traced process (fork+exec, posix_spawn, a shell script) that inherits
+ * the environment traces into OUTPUT.<pid>: OUTPUT belongs to the process that started it all. */
+static int started_by_traced_process(void)
+{
+    const char *v = getenv(SESSION_VAR);
+    if (!v || !*v)
         return 0;
-    struct ws_spool_header h;
-    int valid = pread(fd, &h, sizeof h, 0) == (ssize_t)sizeof h && memcmp(h.magic, WS_SPOOL_MAGIC, 8) == 0;
-    close(fd);
-    *finished = valid && h.end_ns != 0;
-    return valid ? (pid_t)h.pid : 0;
-}
-
-/* Another live process traces into this spool: it is our parent (fork+exec) or a sibling. */
-static int spool_owned_by_other(const char *spool)
-{
-    int finished;
-    pid_t pid = spool_writer(spool, &finished);
-    return pid && pid != getpid() && !finished && kill(pid, 0) == 0;
-}
-
-/* A spool left by a process that is gone holds records nobody converted: move it to
- * OUTPUT.<pid>.spool, where 'wstrace collect' finds it, instead of overwriting it. */
-static void keep_stale_spool(const char *spool)
-{
-    int finished;
-    pid_t pid = spool_writer(spool, &finished);
-    if (!pid || pid == getpid() || (!finished && kill(pid, 0) == 0))
-        return;
-    char aside[PATH_MAX + 256];
-    snprintf(aside, sizeof aside, "%s.%ld.spool", g.output, (long)pid);
-    if (access(aside, F_OK) != 0 && rename(spool, aside) == 0)
-        warn_line("an earlier process left its spool unconverted; it is kept as %s (run 'wstrace collect %s')", aside,
-                  aside);
-}
-
-static void set_paths(const char *output)
-{
-    snprintf(g.output, sizeof g.output, "%s", output);
-    snprintf(g.spool, sizeof g.spool, "%s.spool", output);
+    char *end;
+    long pid = strtol(v, &end, 10);
+    return *end == ':' && pid > 0 && pid != (long)getpid() && strcmp(end + 1, g.base_output) == 0;
 }
 
 /* Choose this process's output and open its spool; see "Processes" in the README. */
@@ -347,18 +530,38 @@ static int open_spool(void)
 {
     char own[PATH_MAX + 64];
     snprintf(own, sizeof own, "%s.%ld", g.base_output, (long)getpid());
-    set_paths(own);
-    if (attach_spool(g.spool) == 0)
+    if (attach_spool(own) == 0 || attach_spool(g.base_output) == 0)
         return 0;
-    set_paths(g.base_output);
-    if (attach_spool(g.spool) == 0)
+    struct holder who = {WS_SPOOL_ABSENT, 0}, unused;
+    const char *trying = g.base_output;
+    int rc = 1;
+    if (!started_by_traced_process()) {
+        if (check_output(g.base_output) != 0)
+            return -1;
+        rc = claim(g.base_output, &who);
+        if (rc == 0) {
+            char session[PATH_MAX + 32];
+            snprintf(session, sizeof session, "%ld:%s", (long)getpid(), g.base_output);
+            setenv(SESSION_VAR, session, 1);
+            return 0;
+        }
+    }
+    if (rc == 1) {
+        trying = own;
+        if (check_output(own) != 0)
+            return -1;
+        rc = claim(own, &unused);
+    }
+    if (rc == 0 && who.use == WS_SPOOL_OTHER)
+        warn("%s.spool is not the spool of a running process and is left alone; this trace goes to %s", g.base_output,
+             own);
+    else if (rc == 0 && who.use != WS_SPOOL_ABSENT)
+        warn("%s is being traced by process %llu; this trace goes to %s", g.base_output, (unsigned long long)who.pid,
+             own);
+    if (rc == 0)
         return 0;
-    if (spool_owned_by_other(g.spool))
-        set_paths(own);
-    keep_stale_spool(g.spool);
-    if (create_spool(g.spool, g.output) == 0)
-        return 0;
-    warn_line("cannot write the trace spool %s: %s; the program runs untraced", g.spool, strerror(errno));
+    warn("cannot write the trace spool %s.spool: %s; the program runs untraced", trying,
+         rc < 0 ? strerror(errno) : "the name is taken");
     return -1;
 }
 
@@ -369,7 +572,7 @@ static void record_image(void)
     uint32_t n;
     struct ws_rec *r = ws_rec_with_string(WS_REC_IMAGE, cmdline, &n);
     if (r) {
-        r->u[0] = __atomic_load_n(&g.hdr->images, __ATOMIC_RELAXED);
+        r->u[0] = __atomic_load_n(&header()->images, __ATOMIC_RELAXED);
         ws_rec_commit(n);
     }
 }
@@ -382,7 +585,8 @@ static const char *own_path(void)
     return NULL;
 }
 
-/* The forked child traces into FILE.<pid>; nothing it does may touch the parent's spool. */
+/* A forked child traces into OUTPUT.<pid>, created with its first record (a child that records
+ * nothing, such as one that only execs, leaves no file); nothing it does touches the parent's. */
 static void after_fork_child(void)
 {
     if (!ws_enabled)
@@ -392,20 +596,50 @@ static void after_fork_child(void)
     ws_self.chunk = NULL;
     ws_self.serial = 0;
     ws_forget_named_functions();
-    munmap(g.hdr, WS_SPOOL_HEADER_BYTES);
-    close(g.fd);
-    g.hdr = NULL;
+    struct ws_spool_header *h = header();
+    if (h)
+        munmap(h, WS_SPOOL_HEADER_BYTES);
+    if (g.fd >= 0)
+        close(g.fd); /* the parent keeps its lock: it is held by its own descriptor too */
+    __atomic_store_n(&g.hdr, NULL, __ATOMIC_RELEASE);
     g.fd = -1;
     g.generation++;
+    g.owner = getpid();
+    g.start_ticks = ws_proc_start_ticks(g.owner, NULL);
+    g.stopped = 0;
+    g.loss = LOSS_NONE;
+    g.retry_at = 0;
+    pthread_mutex_init(&g.lazy_lock, NULL); /* another thread of the parent may have held it */
     char own[PATH_MAX + 64];
     snprintf(own, sizeof own, "%s.%ld", g.base_output, (long)getpid());
     set_paths(own);
-    if (create_spool(g.spool, g.output) != 0) {
-        warn_line("cannot write the trace spool %s: %s; the child runs untraced", g.spool, strerror(errno));
-        __atomic_store_n(&ws_enabled, 0, __ATOMIC_RELEASE);
-        return;
+    g.lazy = 1;
+}
+
+/* The slow path of a forked child's first record (ws_spool_next_chunk). */
+static int create_child_spool(int *created)
+{
+    pthread_mutex_lock(&g.lazy_lock);
+    int rc = 0;
+    if (!header()) {
+        char output[PATH_MAX + 64];
+        struct holder who;
+        snprintf(output, sizeof output, "%s", g.output);
+        if (check_output(output) != 0) {
+            rc = -1;
+        } else if ((rc = claim(output, &who)) == 0) {
+            *created = 1;
+        } else {
+            warn("cannot write the trace spool %s.spool: %s; the child runs untraced", output,
+                 rc < 0 ? strerror(errno) : "the name is taken");
+            rc = -1;
+        }
+        if (rc != 0)
+            __atomic_store_n(&ws_enabled, 0, __ATOMIC_RELEASE);
+        g.lazy = 0;
     }
-    record_image();
+    pthread_mutex_unlock(&g.lazy_lock);
+    return rc;
 }
 
 void ws_tracer_start(void)
@@ -414,6 +648,10 @@ void ws_tracer_start(void)
         return;
     g.started = 1;
     int saved = errno;
+    g.real_exit = (exit_fn)dlsym(RTLD_NEXT, "_exit");
+    g.real_Exit = (exit_fn)dlsym(RTLD_NEXT, "_Exit");
+    g.owner = getpid();
+    g.start_ticks = ws_proc_start_ticks(g.owner, NULL);
     if (read_config() != 0 || pthread_key_create(&g.thread_key, thread_exit) != 0 || open_spool() != 0) {
         errno = saved;
         return;
@@ -427,24 +665,92 @@ void ws_tracer_start(void)
     errno = saved;
 }
 
+/* One line at exit when records could not be kept, naming the first reason. */
+static void report_loss(const struct ws_spool_header *h)
+{
+    uint64_t lost = __atomic_load_n(&h->lost_records, __ATOMIC_ACQUIRE);
+    if (!lost)
+        return;
+    int err = __atomic_load_n(&g.loss_errno, __ATOMIC_RELAXED);
+    char why[256];
+    switch (__atomic_load_n(&g.loss, __ATOMIC_RELAXED)) {
+    case LOSS_LIMIT:
+        snprintf(why, sizeof why, "the spool reached WSTRACE_SPOOL_MAX, %llu bytes", (unsigned long long)g.max_bytes);
+        break;
+    case LOSS_FSIZE: snprintf(why, sizeof why, "the spool reached the file size limit (ulimit -f)"); break;
+    case LOSS_SPACE: snprintf(why, sizeof why, "the spool could not grow: %s", strerror(err)); break;
+    case LOSS_MAP: snprintf(why, sizeof why, "a spool chunk could not be mapped: %s", strerror(err)); break;
+    default: snprintf(why, sizeof why, "they did not fit in the spool"); break;
+    }
+    warn("%llu records could not be kept (%s); the trace counts them in meta lost_records", (unsigned long long)lost,
+         why);
+}
+
+/* Under a file size limit, writing the trace past it would raise SIGXFSZ and kill the program at
+ * its exit: while the trace is written the signal is ignored, so the write fails with EFBIG and the
+ * spool is kept instead.  Returns 1 when *old must be restored. */
+static int ignore_sigxfsz(struct sigaction *old)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_FSIZE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY)
+        return 0;
+    struct sigaction ign;
+    memset(&ign, 0, sizeof ign);
+    ign.sa_handler = SIG_IGN;
+    sigemptyset(&ign.sa_mask);
+    return sigaction(SIGXFSZ, &ign, old) == 0;
+}
+
 void ws_tracer_stop(void)
 {
-    if (!g.started || g.stopped || !ws_enabled || !g.hdr)
+    /* Only the spool's own process converts it: never a vfork child sharing its memory. */
+    if (!g.started || !__atomic_load_n(&ws_enabled, __ATOMIC_ACQUIRE) || getpid() != g.owner ||
+        __atomic_exchange_n(&g.stopped, 1, __ATOMIC_ACQ_REL))
         return;
-    g.stopped = 1;
+    struct ws_spool_header *h = header();
+    if (!h)
+        return; /* a forked child that recorded nothing writes no trace */
     int saved = errno;
     ws_self.in_hook++; /* nothing the collector does is traced */
-    __atomic_store_n(&g.hdr->end_ns, ws_now(), __ATOMIC_RELEASE);
+    __atomic_store_n(&h->end_ns, ws_now(), __ATOMIC_RELEASE);
+    report_loss(h);
     if (g.collect_at_exit) {
         char err[1024];
         struct ws_collect_stats stats;
-        if (ws_collect_spool(g.spool, g.output, &stats, err, sizeof err) != 0)
-            warn_line("%s; the spool is kept: run 'wstrace collect %s'", err, g.spool);
-        else if (!g.keep_spool)
-            unlink(g.spool);
+        struct sigaction old;
+        int restore = ignore_sigxfsz(&old);
+        if (ws_collect_spool_ex(g.spool, g.output, WS_COLLECT_OWNER, &stats, NULL, NULL, err, sizeof err) != 0) {
+            warn("%s; the spool is kept: run 'wstrace collect %s'", err, g.spool);
+        } else {
+            __atomic_store_n(&h->collected_ns, ws_now(), __ATOMIC_RELEASE);
+            if (!g.keep_spool)
+                unlink(g.spool);
+        }
+        if (restore)
+            sigaction(SIGXFSZ, &old, NULL);
     }
     ws_self.in_hook--;
     errno = saved;
+}
+
+/* _exit and _Exit end a process without running its destructors: a process that leaves this way
+ * (a forked child should, and Python's multiprocessing children do) still converts its spool. */
+WS_EXPORT void _exit(int status)
+{
+    ws_tracer_stop();
+    if (g.real_exit)
+        g.real_exit(status);
+    for (;;)
+        syscall(SYS_exit_group, status);
+}
+
+WS_EXPORT void _Exit(int status)
+{
+    ws_tracer_stop();
+    if (g.real_Exit)
+        g.real_Exit(status);
+    for (;;)
+        syscall(SYS_exit_group, status);
 }
 
 __attribute__((constructor)) static void wstrace_constructor(void) { ws_tracer_start(); }

@@ -531,10 +531,15 @@ Test(trace, spool_limit_counts_every_lost_record)
     char trace[512];
     trace_path(trace, sizeof trace);
     struct tu_result r;
-    run_ok(&r, trace, ENV("WSTRACE_SPOOL_MAX=512K"), ARGV("stress", "1", "20000"));
+    tu_run_traced(&r, trace, ENV("WSTRACE_SPOOL_MAX=512K"), ARGV("stress", "1", "20000"));
+    cr_assert(r.exited && r.code == 0, "exit %d signal %d: %s", r.code, r.signal, r.err);
     cr_assert_eq(tu_kv(r.out, "alloc_calls"), PAIRS, "the program ran in full");
     sqlite3 *db = tu_open(trace);
     int64_t lost = tu_int(db, "SELECT value FROM meta WHERE key='lost_records'");
+    /* One line at exit says how many and why. */
+    cr_expect_eq(tu_lines(r.err), 1, "stderr: %s", r.err);
+    cr_expect_eq(strtoll(r.err + strlen("wstrace: "), NULL, 10), lost, "stderr: %s", r.err);
+    cr_expect_not_null(strstr(r.err, "WSTRACE_SPOOL_MAX"), "stderr: %s", r.err);
     int64_t allocs = tu_int(db, "SELECT COUNT(*) FROM allocations");
     int64_t frees = tu_int(db, "SELECT COUNT(*) FROM allocations WHERE free_ns IS NOT NULL") +
                     tu_int(db, "SELECT COUNT(*) FROM api_errors");
