@@ -6,6 +6,7 @@
  */
 #include "analysis.h"
 #include "commands.h"
+#include "sizes.h"
 
 #include <errno.h>
 #include <math.h>
@@ -395,6 +396,7 @@ static int load_allocations(sqlite3 *db, struct ws_analysis *an, char *err, size
     sqlite3_stmt *st = NULL;
     size_t cap = 0;
     int rc = -1, step, regions = 0;
+    int64_t total = 0;
     if (sqlite3_prepare_v2(db,
                            "SELECT COUNT(*) = 2 FROM sqlite_master WHERE type = 'table' AND name IN"
                            " ('memory_heaps', 'memory_regions')",
@@ -431,6 +433,13 @@ static int load_allocations(sqlite3 *db, struct ws_analysis *an, char *err, size
             a->run = sqlite3_column_type(st, 6) == SQLITE_NULL ? -1 : run_index(an, sqlite3_column_int64(st, 6));
         a->device = sqlite3_column_int(st, 7);
         a->process = sqlite3_column_int(st, 8);
+        /* Every sum of allocation sizes in the analysis (live bytes, profiles, output bytes,
+         * classes) is bounded by this total, so checking it once keeps all of them exact. */
+        if (a->bytes < 0 || __builtin_add_overflow(total, a->bytes, &total)) {
+            snprintf(err, errlen, "allocation %lld: %lld bytes: %s", (long long)a->allocation_id, (long long)a->bytes,
+                     a->bytes < 0 ? "a size cannot be negative" : "sizes add up beyond 2^63 bytes");
+            goto out;
+        }
         classify(an, a);
         an->class_count[a->cls]++;
         an->class_bytes[a->cls] += a->bytes;
@@ -467,6 +476,10 @@ static int load_declarations(sqlite3 *db, struct ws_analysis *an, char *err, siz
         d->level = (uint8_t)level;
         d->slot = sqlite3_column_int64(st, 2);
         d->bytes = sqlite3_column_int64(st, 3);
+        if (d->bytes < 0) {
+            snprintf(err, errlen, "a declaration of %lld bytes: a size cannot be negative", (long long)d->bytes);
+            goto out;
+        }
     }
     if (step == SQLITE_DONE)
         rc = 0;
@@ -1184,7 +1197,7 @@ static size_t fold_estimates(const struct figures *f, size_t k, struct ws_resolu
                 r->output_bytes = f->v[k].bytes;
         }
         if (best >= 0)
-            r->estimate_bytes = (r->estimate_bytes < 0 ? 0 : r->estimate_bytes) + best;
+            r->estimate_bytes = ws_sat_add(r->estimate_bytes < 0 ? 0 : r->estimate_bytes, best);
     }
     return k;
 }

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "collector.h"
+#include "cli.h"
 #include "commands.h"
 #include "progress.h"
 
@@ -45,12 +46,13 @@ int cmd_collect(int argc, char **argv)
     int c;
     optind = 1;
     ws_progress_set_quiet(0);
-    while ((c = getopt_long(argc, argv, "+o:qh", options, NULL)) != -1) {
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":o:qh", options, NULL)) != -1) {
         switch (c) {
         case 'o': output = optarg; break;
         case 'q': ws_progress_set_quiet(1); break;
         case 'h': usage(stdout); return WS_EXIT_OK;
-        default: usage(stderr); return WS_EXIT_USAGE;
+        default: return ws_bad_option("collect", c, argv);
         }
     }
     if (optind >= argc) {

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "chrome_export.h"
+#include "cli.h"
 #include "commands.h"
 #include "outfile.h"
 #include "progress.h"
@@ -86,6 +87,9 @@ int cmd_export(int argc, char **argv)
     int status = parse_export_args(argc, argv, &opts);
     if (status >= 0)
         return status;
+    const char *inputs[] = {opts.trace};
+    if (ws_check_not_input("export", opts.output, inputs, 1) != 0)
+        return WS_EXIT_USAGE;
     struct ws_chrome_options o = {.with_memory = opts.with_memory};
     struct ws_outfile out = {0};
     sqlite3 *db = NULL;

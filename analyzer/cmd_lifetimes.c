@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "analysis.h"
+#include "cli.h"
 #include "commands.h"
 #include "progress.h"
 #include "output.h"
@@ -36,13 +37,14 @@ static int parse_lifetimes(int argc, char **argv, struct lifetimes_options *o)
     int c;
     optind = 0; /* commands may run several times in one process (tests) */
     ws_progress_set_quiet(0);
-    while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":", longopts, NULL)) != -1) {
         switch (c) {
         case 'j': o->json = 1; break;
         case 'l': o->list = 1; break;
         case 'q': ws_progress_set_quiet(1); break;
         case 'h': lifetimes_usage(stdout); return -1;
-        default: lifetimes_usage(stderr); return WS_EXIT_USAGE;
+        default: return ws_bad_option("lifetimes", c, argv);
         }
     }
     if (optind + 1 != argc) {
@@ -58,7 +60,7 @@ static json_t *lifetime_json(const struct ws_analysis *an, const struct ws_lifet
     return json_pack("{s:I, s:o, s:s, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:I}", "allocation_id",
                      (json_int_t)a->allocation_id, "run_id",
                      a->run < 0 ? json_null() : json_integer(an->runs[a->run].id), "class", ws_class_name(a->cls),
-                     "node", a->node < 0 ? json_null() : json_string(an->nodes[a->node].name), "alloc_step",
+                     "node", a->node < 0 ? json_null() : ws_json_text(an->nodes[a->node].name), "alloc_step",
                      ws_json_bytes(a->alloc_step), "free_step", ws_json_bytes(a->free_step), "alloc_seq",
                      ws_json_bytes(a->alloc_seq), "start_event", ws_json_bytes(a->start_event), "end_event",
                      ws_json_bytes(a->end_event), "slot", ws_json_bytes(a->slot), "bytes", (json_int_t)a->bytes);
@@ -76,9 +78,9 @@ static int print_json(const struct lifetimes_options *o, const struct ws_analysi
             json_decref(classes);
             classes = NULL;
         }
-    json_t *root = json_pack("{s:s, s:I, s:b, s:I, s:o}", "trace", o->trace, "runs", (json_int_t)an->nruns,
-                             "runs_from_outermost_ranges", an->runs_synthesized, "allocations", (json_int_t)an->nallocs,
-                             "classes", classes);
+    json_t *root = json_pack("{s:o, s:I, s:b, s:I, s:o}", "trace", ws_json_text(o->trace), "runs",
+                             (json_int_t)an->nruns, "runs_from_outermost_ranges", an->runs_synthesized, "allocations",
+                             (json_int_t)an->nallocs, "classes", classes);
     if (!o->list)
         return ws_json_print(root, stdout);
     char *head = root ? json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER) : NULL;

@@ -11,9 +11,11 @@
 #include <string.h>
 
 #include "analysis.h"
+#include "cli.h"
 #include "commands.h"
 #include "progress.h"
 #include "outfile.h"
+#include "output.h"
 #include "planner.h"
 #include "svg_plan.h"
 #include "tracedb.h"
@@ -98,7 +100,8 @@ static int parse_plan_args(int argc, char **argv, struct plan_args *a)
     a->time_limit = 1;
     optind = 1;
     ws_progress_set_quiet(0);
-    for (int c; (c = getopt_long(argc, argv, "o:qh", opts, NULL)) != -1;) {
+    opterr = 0;
+    for (int c; (c = getopt_long(argc, argv, ":o:qh", opts, NULL)) != -1;) {
         char *end;
         switch (c) {
         case 'p': a->problem = optarg; break;
@@ -143,7 +146,7 @@ static int parse_plan_args(int argc, char **argv, struct plan_args *a)
         case 'j': a->json = 1; break;
         case 'q': ws_progress_set_quiet(1); break;
         case 'h': plan_usage(stdout); return 1;
-        default: plan_usage(stderr); return -1;
+        default: ws_bad_option("plan", c, argv); return -1;
         }
     }
     if (optind < argc)
@@ -167,12 +170,13 @@ static double ratio(uint64_t peak, uint64_t lb) { return lb ? (double)peak / (do
 
 static int print_problem_json(const char *path, const struct ws_plan_result *r)
 {
-    json_t *o = json_pack("{s:s, s:I, s:I, s:I, s:I, s:I, s:f, s:b, s:b, s:f, s:I, s:s}", "problem", path, "buffers",
-                          (json_int_t)r->buffers, "peak_bytes", (json_int_t)r->peak_bytes, "load_bound_bytes",
-                          (json_int_t)r->load_bound_bytes, "lower_bound_bytes", (json_int_t)r->lower_bound_bytes,
-                          "gap_bytes", (json_int_t)(r->peak_bytes - r->lower_bound_bytes), "peak_over_load_bound",
-                          ratio(r->peak_bytes, r->load_bound_bytes), "optimal", r->optimal, "valid", r->valid,
-                          "seconds", r->seconds, "work", (json_int_t)r->work, "algorithm", r->algorithm);
+    json_t *o =
+        json_pack("{s:o, s:I, s:I, s:I, s:I, s:I, s:f, s:b, s:b, s:f, s:I, s:s}", "problem", ws_json_text(path),
+                  "buffers", (json_int_t)r->buffers, "peak_bytes", (json_int_t)r->peak_bytes, "load_bound_bytes",
+                  (json_int_t)r->load_bound_bytes, "lower_bound_bytes", (json_int_t)r->lower_bound_bytes, "gap_bytes",
+                  (json_int_t)(r->peak_bytes - r->lower_bound_bytes), "peak_over_load_bound",
+                  ratio(r->peak_bytes, r->load_bound_bytes), "optimal", r->optimal, "valid", r->valid, "seconds",
+                  r->seconds, "work", (json_int_t)r->work, "algorithm", r->algorithm);
     if (!o || json_dumpf(o, stdout, JSON_INDENT(2)) != 0) {
         json_decref(o);
         ws_error("cannot print JSON");
@@ -635,8 +639,8 @@ out:
 
 static int print_trace_json(const struct trace_ctx *t, uint64_t align)
 {
-    json_t *plans = json_array(),
-           *root = json_pack("{s:s, s:I, s:o}", "trace", t->path, "alignment", (json_int_t)align, "plans", plans);
+    json_t *plans = json_array(), *root = json_pack("{s:o, s:I, s:o}", "trace", ws_json_text(t->path), "alignment",
+                                                    (json_int_t)align, "plans", plans);
     int rc = -1;
     if (!root)
         goto out;
@@ -644,11 +648,11 @@ static int print_trace_json(const struct trace_ctx *t, uint64_t align)
         const struct trace_plan *p = &t->plans[k];
         const struct ws_plan_result *r = &p->result;
         json_t *o = json_pack("{s:o, s:I, s:I, s:I, s:I, s:I, s:I, s:b, s:b, s:s, s:f}", "shape_key",
-                              p->shape_key ? json_string(p->shape_key) : json_null(), "run_id", (json_int_t)p->run_id,
-                              "planned_peak_bytes", (json_int_t)r->peak_bytes, "load_bound_bytes",
-                              (json_int_t)r->load_bound_bytes, "lower_bound_bytes", (json_int_t)r->lower_bound_bytes,
-                              "dynamic_peak_bytes", (json_int_t)p->dynamic_peak, "blocks", (json_int_t)p->n, "optimal",
-                              r->optimal, "valid", r->valid, "algorithm", r->algorithm, "seconds", r->seconds);
+                              ws_json_text(p->shape_key), "run_id", (json_int_t)p->run_id, "planned_peak_bytes",
+                              (json_int_t)r->peak_bytes, "load_bound_bytes", (json_int_t)r->load_bound_bytes,
+                              "lower_bound_bytes", (json_int_t)r->lower_bound_bytes, "dynamic_peak_bytes",
+                              (json_int_t)p->dynamic_peak, "blocks", (json_int_t)p->n, "optimal", r->optimal, "valid",
+                              r->valid, "algorithm", r->algorithm, "seconds", r->seconds);
         if (!o || json_array_append_new(plans, o))
             goto out;
     }
@@ -865,5 +869,8 @@ int cmd_plan(int argc, char **argv)
     int parsed = parse_plan_args(argc, argv, &a);
     if (parsed != 0)
         return parsed > 0 ? WS_EXIT_OK : WS_EXIT_USAGE;
+    const char *inputs[] = {a.trace, a.problem, a.output};
+    if (ws_check_not_input("plan", a.svg, inputs, 3) != 0 || ws_check_not_input("plan", a.output, inputs, 2) != 0)
+        return WS_EXIT_USAGE;
     return a.problem ? plan_problem(&a) : plan_trace(&a);
 }

@@ -13,10 +13,14 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <sqlite3.h>
+
+#include "cli.h"
 #include "collector.h"
 #include "commands.h"
 #include "identity.h"
 #include "import.h"
+#include "spool_files.h"
 
 #ifndef WSTRACE_LIBDIR
 #define WSTRACE_LIBDIR "/usr/local/lib"
@@ -30,7 +34,8 @@ static void usage(FILE *out)
             "allocation, free and kernel launch, attributed to the NVTX range (graph node) open on the\n"
             "calling thread.  Processes it forks (or forks and execs) write TRACE.<pid>; when COMMAND\n"
             "ends, those that have finished are merged into TRACE, one process per row of its\n"
-            "processes table.  TRACE may name a pattern: %%r the rank (RANK, OMPI_COMM_WORLD_RANK,\n"
+            "processes table; a program traced while another process traces into TRACE writes\n"
+            "TRACE.<pid> instead (one line says so).  TRACE may name a pattern: %%r the rank (RANK, OMPI_COMM_WORLD_RANK,\n"
             "PMI_RANK, SLURM_PROCID), %%l the local rank, %%h the host, %%p the pid, %%%% a '%%'.\n"
             "The exit status is COMMAND's.\n\n"
             "  -o, --output TRACE  trace to write (default: wstrace.db)\n"
@@ -91,30 +96,38 @@ static int setup_environment(const char *lib, const char *trace)
         snprintf(preload, n, "%s:%s", old, lib);
     else
         snprintf(preload, n, "%s", lib);
-    int rc = setenv("LD_PRELOAD", preload, 1) | setenv("WSTRACE_OUTPUT", trace, 1);
+    /* A new trace: not a process started by a traced one (libtrace/tracer.c, WSTRACE_SESSION). */
+    int rc = setenv("LD_PRELOAD", preload, 1) | setenv("WSTRACE_OUTPUT", trace, 1) | unsetenv("WSTRACE_SESSION");
     free(preload);
     return rc ? -1 : 0;
 }
 
-/* A process died before converting its spool: recover it here. */
-static void recover_spool(const char *trace, int keep)
+/* A process died before converting its spool: recover it here.  A spool that another process
+ * still writes is left to it.  Returns 0, or -1 after one line saying what failed. */
+static int recover_spool(const char *trace, int keep)
 {
     char spool[PATH_MAX + 16], err[1024];
     snprintf(spool, sizeof spool, "%s.spool", trace);
-    if (access(spool, R_OK) != 0)
-        return;
+    int fd;
+    struct ws_spool_header h;
+    enum ws_spool_use use = ws_spool_probe(spool, &fd, &h);
+    if (fd >= 0)
+        close(fd);
+    if (use != WS_SPOOL_STALE)
+        return 0;
     struct ws_collect_stats st;
     if (ws_collect_spool(spool, trace, &st, err, sizeof err) != 0) {
-        ws_error("%s", err);
-        return;
+        ws_error("record: %s; the spool is kept: run 'wstrace collect %s'", err, spool);
+        return -1;
     }
     fprintf(stderr, "wstrace: recovered %s from its spool (%llu records)\n", trace, (unsigned long long)st.records);
     if (!keep)
         unlink(spool);
+    return 0;
 }
 
 /* The spools of forked children (TRACE.<pid>.spool) whose process is gone. */
-static void recover_children(const char *trace, int keep)
+static void recover_children(const char *trace, int keep, int *failed)
 {
     char dir[PATH_MAX];
     snprintf(dir, sizeof dir, "%s", trace);
@@ -144,7 +157,8 @@ static void recover_children(const char *trace, int keep)
         struct stat t, sp;
         if (stat(child, &t) == 0 && stat(spool, &sp) == 0 && t.st_mtime >= sp.st_mtime)
             continue; /* converted already (wstrace collect keeps its input) */
-        recover_spool(child, keep);
+        if (recover_spool(child, keep) != 0)
+            *failed = 1;
     }
     closedir(d);
 }
@@ -197,13 +211,77 @@ static char **child_traces(const char *trace, time_t since, size_t *n)
     return list;
 }
 
-/* TRACE and the traces of the processes it forked become one trace, TRACE. */
-static void merge_children(const char *trace, time_t since, int keep_parts)
+/* meta pid and ppid of a trace; 0 when it cannot be read. */
+static int trace_pids(const char *path, long *pid, long *ppid)
+{
+    sqlite3 *db = NULL;
+    sqlite3_stmt *st = NULL;
+    *pid = *ppid = 0;
+    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK &&
+        sqlite3_prepare_v2(db, "SELECT key, CAST(value AS INTEGER) FROM meta WHERE key IN ('pid', 'ppid')", -1, &st,
+                           NULL) == SQLITE_OK)
+        while (sqlite3_step(st) == SQLITE_ROW)
+            *(strcmp((const char *)sqlite3_column_text(st, 0), "pid") == 0 ? pid : ppid) =
+                (long)sqlite3_column_int64(st, 1);
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    return *pid > 0;
+}
+
+/* Of parts (n of them), keep in place those written by descendants of process root: their ppid
+ * chain reaches it.  Traces that other processes wrote meanwhile into TRACE.<pid> (programs
+ * traced into the same output at the same time) are no part of this run and are left alone.
+ * Returns how many were kept. */
+static size_t keep_descendants(char **parts, size_t n, long root)
+{
+    long *pid = calloc(n + 1, sizeof *pid), *ppid = calloc(n + 1, sizeof *ppid);
+    char *in = calloc(n + 1, 1);
+    size_t kept = 0;
+    if (pid && ppid && in) {
+        for (size_t i = 0; i < n; i++)
+            trace_pids(parts[i], &pid[i], &ppid[i]);
+        for (int changed = 1; changed;) { /* a child joins once its parent has */
+            changed = 0;
+            for (size_t i = 0; i < n; i++) {
+                if (in[i] || pid[i] <= 0)
+                    continue;
+                int parent_in = ppid[i] == root;
+                for (size_t j = 0; j < n && !parent_in; j++)
+                    parent_in = in[j] && pid[j] == ppid[i];
+                if (parent_in)
+                    in[i] = changed = 1;
+            }
+        }
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (in && in[i])
+            parts[kept++] = parts[i];
+        else
+            free(parts[i]);
+    }
+    free(pid);
+    free(ppid);
+    free(in);
+    return kept;
+}
+
+/* The program's trace (target: TRACE, or TRACE.<pid> when another process held TRACE) and the
+ * traces of the processes it started become one trace, target. */
+static void merge_children(const char *target, const char *trace, long root, time_t since, int keep_parts)
 {
     size_t n = 0;
     char **parts = child_traces(trace, since, &n);
+    for (size_t i = 0; i < n;) { /* the target itself is no part */
+        if (strcmp(parts[i], target) == 0) {
+            free(parts[i]);
+            parts[i] = parts[--n];
+        } else {
+            i++;
+        }
+    }
+    n = keep_descendants(parts, n, root);
     struct stat sb;
-    if (n == 0 || stat(trace, &sb) != 0) {
+    if (n == 0 || stat(target, &sb) != 0) {
         for (size_t i = 0; i < n; i++)
             free(parts[i]);
         free(parts);
@@ -211,18 +289,18 @@ static void merge_children(const char *trace, time_t since, int keep_parts)
     }
     const char **inputs = malloc((n + 1) * sizeof *inputs);
     char out[PATH_MAX + 32], err[1024];
-    snprintf(out, sizeof out, "%s.merge.%ld", trace, (long)getpid());
+    snprintf(out, sizeof out, "%s.merge.%ld", target, (long)getpid());
     struct ws_merge_stats st;
     if (inputs) {
-        inputs[0] = trace;
+        inputs[0] = target;
         for (size_t i = 0; i < n; i++)
             inputs[i + 1] = parts[i];
         if (ws_merge_traces(inputs, n + 1, out, &st, err, sizeof err) != 0)
             ws_error("record: the traces of forked processes stay apart: %s", err);
-        else if (rename(out, trace) != 0)
-            ws_error("record: cannot replace %s: %s", trace, strerror(errno));
+        else if (rename(out, target) != 0)
+            ws_error("record: cannot replace %s: %s", target, strerror(errno));
         else {
-            fprintf(stderr, "wstrace: %s holds %lld processes (merged)\n", trace, (long long)st.processes);
+            fprintf(stderr, "wstrace: %s holds %lld processes (merged)\n", target, (long long)st.processes);
             for (size_t i = 0; !keep_parts && i < n; i++)
                 unlink(parts[i]);
         }
@@ -243,14 +321,15 @@ int cmd_record(int argc, char **argv)
     const char *output = "wstrace.db";
     int keep = 0, merge = 1, keep_parts = 0, c;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "+o:h", options, NULL)) != -1) {
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "+:o:h", options, NULL)) != -1) {
         switch (c) {
         case 'o': output = optarg; break;
         case 'k': keep = 1; break;
         case 'M': merge = 0; break;
         case 'P': keep_parts = 1; break;
         case 'h': usage(stdout); return WS_EXIT_OK;
-        default: usage(stderr); return WS_EXIT_USAGE;
+        default: return ws_bad_option("record", c, argv);
         }
     }
     if (optind >= argc) {
@@ -270,6 +349,11 @@ int cmd_record(int argc, char **argv)
     if (ws_expand_output_name(trace, (long)getpid(), named, sizeof named, &bad) != 0) {
         ws_error("record: %s: not a usable name (%s)", output,
                  bad ? "use %r, %l, %h, %p or %%" : "too long or a trailing %");
+        return WS_EXIT_USAGE;
+    }
+    struct stat existing;
+    if (lstat(named, &existing) == 0 && !S_ISREG(existing.st_mode)) {
+        ws_error("record: %s is not a regular file: it is not replaced by a trace", named);
         return WS_EXIT_USAGE;
     }
     /* Fail early, and in one line, when the trace cannot be written at all.  The probe has a
@@ -314,14 +398,20 @@ int cmd_record(int argc, char **argv)
             ws_error("record: waitpid: %s", strerror(errno));
             return WS_EXIT_USAGE;
         }
-    recover_spool(trace, keep);
-    recover_children(trace, keep);
-    if (merge)
-        merge_children(trace, started, keep_parts);
+    int failed = recover_spool(trace, keep) != 0;
+    recover_children(trace, keep, &failed);
+    /* The program traced into TRACE.<pid> when another process held TRACE (it said so): that is
+     * its trace, and the one the processes it started are merged into. */
+    char alone[PATH_MAX + 32];
+    snprintf(alone, sizeof alone, "%s.%ld", trace, (long)pid);
     struct stat after;
-    if (stat(trace, &after) != 0)
+    int apart = stat(alone, &after) == 0;
+    if (merge)
+        merge_children(apart ? alone : trace, trace, (long)pid, started, keep_parts);
+    int said = failed || apart;
+    if (!said && stat(trace, &after) != 0)
         ws_error("record: %s was not written (the program did not load the tracer, or could not write)", trace);
-    else if (had_trace && after.st_ino == before.st_ino && after.st_mtim.tv_sec == before.st_mtim.tv_sec &&
+    else if (!said && had_trace && after.st_ino == before.st_ino && after.st_mtim.tv_sec == before.st_mtim.tv_sec &&
              after.st_mtim.tv_nsec == before.st_mtim.tv_nsec)
         ws_error("record: %s was not rewritten: it still holds an earlier trace", trace);
     if (WIFSIGNALED(status))

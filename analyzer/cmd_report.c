@@ -21,11 +21,13 @@
 #include <unistd.h>
 
 #include "analysis.h"
+#include "cli.h"
 #include "commands.h"
 #include "import.h"
 #include "progress.h"
 #include "outfile.h"
 #include "output.h"
+#include "sizes.h"
 #include "tracedb.h"
 
 #define REPORT_TOP_NODES 15
@@ -109,7 +111,7 @@ static int grow(void **items, size_t *cap, size_t count, size_t size)
 
 static double percent_change(double base, double cand) { return (cand - base) / base * 100.0; }
 
-static long long magnitude(long long v) { return v < 0 ? -v : v; }
+static long long magnitude(long long v) { return ws_sat_abs(v); }
 
 /* ---- reading one trace ---- */
 
@@ -463,8 +465,8 @@ static int compare_nodes(struct report *rep)
             ch->workspace[CAND] = c->nodes[j].workspace;
             ch->activation[CAND] = c->nodes[j++].activation;
         }
-        ch->size = magnitude(ch->workspace[CAND] - ch->workspace[BASE]) +
-                   magnitude(ch->activation[CAND] - ch->activation[BASE]);
+        ch->size = ws_sat_add(magnitude(ws_sat_sub(ch->workspace[CAND], ch->workspace[BASE])),
+                              magnitude(ws_sat_sub(ch->activation[CAND], ch->activation[BASE])));
         rep->nchanged += ch->size != 0;
     }
     qsort(rep->changes, rep->nchanges, sizeof *rep->changes, compare_changes);
@@ -528,7 +530,7 @@ static void md_bytes_row(FILE *out, const char *label, long long b, long long c)
     char sb[64], sc[64], sd[64], sp[32];
     fmt_bytes(sb, sizeof sb, b, 0);
     fmt_bytes(sc, sizeof sc, c, 0);
-    fmt_bytes(sd, sizeof sd, c - b, 1);
+    fmt_bytes(sd, sizeof sd, ws_sat_sub(c, b), 1);
     fmt_percent(sp, sizeof sp, (double)b, (double)c);
     fprintf(out, "| %s | %s | %s | %s | %s |\n", label, sb, sc, sd, sp);
 }
@@ -537,23 +539,13 @@ static void md_count_row(FILE *out, const char *label, long long b, long long c)
 {
     char sp[32];
     fmt_percent(sp, sizeof sp, (double)b, (double)c);
-    fprintf(out, "| %s | %lld | %lld | %+lld | %s |\n", label, b, c, c - b, sp);
+    fprintf(out, "| %s | %lld | %lld | %+lld | %s |\n", label, b, c, (long long)ws_sat_sub(c, b), sp);
 }
 
 static const char md_header[] = "| | Baseline | Candidate | Change | Change % |\n|---|---:|---:|---:|---:|\n";
 
-/* Node names go into code spans; a '|' would still end the table cell and a '`' the span. */
-static void md_code(FILE *out, const char *s)
-{
-    fputc('`', out);
-    for (; *s; s++) {
-        if (*s == '|')
-            fputs("\\|", out);
-        else
-            fputc(*s == '`' || *s == '\n' ? '\'' : *s, out);
-    }
-    fputc('`', out);
-}
+/* Node names and paths go into code spans (output.h says how odd bytes are shown). */
+static void md_code(FILE *out, const char *s) { ws_md_code(out, s); }
 
 static long long device_bytes(const struct trace_facts *f, long long device)
 {
@@ -707,7 +699,9 @@ static void md_verdict_row(FILE *out, const struct report *rep, const char *verd
 {
     const struct trace_facts *b = &rep->t[BASE], *c = &rep->t[CAND];
     long long nb = verdict_count(b, verdict), nc = verdict_count(c, verdict);
-    fprintf(out, "| %s |", verdict);
+    fputs("| ", out);
+    ws_md_text(out, verdict);
+    fputs(" |", out);
     for (int k = 0; k < 2; k++) {
         if (rep->t[k].has_verifications)
             fprintf(out, " %lld |", k == BASE ? nb : nc);
@@ -715,7 +709,7 @@ static void md_verdict_row(FILE *out, const struct report *rep, const char *verd
             fprintf(out, " — |");
     }
     if (b->has_verifications && c->has_verifications)
-        fprintf(out, " %+lld |\n", nc - nb);
+        fprintf(out, " %+lld |\n", (long long)ws_sat_sub(nc, nb));
     else
         fprintf(out, " |\n");
 }
@@ -845,22 +839,8 @@ static void write_markdown(FILE *out, const struct report *rep)
 
 /* ---- JSON ---- */
 
-/* A JSON string of s: Jansson refuses invalid UTF-8, which node names recorded from a program
- * and file names may contain; their invalid bytes are replaced. */
-static json_t *json_text(const char *s)
-{
-    json_t *v = json_string(s);
-    if (v || !s)
-        return v ? v : json_null();
-    size_t len = strlen(s) + 1; /* replacing never lengthens */
-    char *copy = malloc(len);
-    if (copy) {
-        ws_utf8_sanitize(s, copy, len);
-        v = json_string(copy);
-        free(copy);
-    }
-    return v;
-}
+/* A JSON string of s: names recorded from a program and file names need not be UTF-8. */
+static json_t *json_text(const char *s) { return ws_json_text(s); }
 
 static json_t *json_percent(double base, double cand)
 {
@@ -870,7 +850,7 @@ static json_t *json_percent(double base, double cand)
 static json_t *json_metric(long long b, long long c)
 {
     return json_pack("{s:I, s:I, s:I, s:o}", "baseline", (json_int_t)b, "candidate", (json_int_t)c, "delta",
-                     (json_int_t)(c - b), "percent", json_percent((double)b, (double)c));
+                     (json_int_t)ws_sat_sub(c, b), "percent", json_percent((double)b, (double)c));
 }
 
 static json_t *json_peaks(const struct report *rep)
@@ -1147,18 +1127,21 @@ static void ranks_markdown(FILE *out, const char *trace, const struct ws_process
     for (size_t i = 0; i < p->count; i++) {
         const struct ws_process_facts *f = &p->items[i];
         fmt_bytes(b, sizeof b, f->peak_bytes, 0);
-        fmt_bytes(d, sizeof d, f->peak_bytes - big->peak_bytes, 1);
-        fprintf(out, "| %s | ", f->label);
+        fmt_bytes(d, sizeof d, ws_sat_sub(f->peak_bytes, big->peak_bytes), 1);
+        fputs("| ", out);
+        ws_md_text(out, f->label);
+        fputs(" | ", out);
         md_code(out, f->host[0] ? f->host : "-");
         if (f->pid == WS_UNKNOWN)
-            fprintf(out, " | - | %s | %s | %s | %lld | %lld | %lld |\n", f->source, b, d,
-                    (long long)f->allocation_calls, (long long)f->failed_calls, (long long)f->launches);
+            fputs(" | - | ", out);
         else
-            fprintf(out, " | %lld | %s | %s | %s | %lld | %lld | %lld |\n", (long long)f->pid, f->source, b, d,
-                    (long long)f->allocation_calls, (long long)f->failed_calls, (long long)f->launches);
+            fprintf(out, " | %lld | ", (long long)f->pid);
+        ws_md_text(out, f->source);
+        fprintf(out, " | %s | %s | %lld | %lld | %lld |\n", b, d, (long long)f->allocation_calls,
+                (long long)f->failed_calls, (long long)f->launches);
     }
     fmt_bytes(b, sizeof b, big->peak_bytes, 0);
-    fmt_bytes(d, sizeof d, big->peak_bytes - small->peak_bytes, 0);
+    fmt_bytes(d, sizeof d, ws_sat_sub(big->peak_bytes, small->peak_bytes), 0);
     fmt_percent(sp, sizeof sp, (double)small->peak_bytes, (double)big->peak_bytes);
     fprintf(out, "\n**Largest**: %s, %s.  **Spread**: %s between %s and %s (%s).\n", big->label, b, d, small->label,
             big->label, sp);
@@ -1241,6 +1224,9 @@ int cmd_report(int argc, char **argv)
     int status = parse_report_args(argc, argv, &opts);
     if (status >= 0)
         return status;
+    const char *inputs[] = {opts.baseline, opts.candidate, opts.ranks};
+    if (ws_check_not_input("report", opts.output, inputs, 3) != 0)
+        return WS_EXIT_USAGE;
     if (opts.ranks)
         return report_ranks(&opts);
     memset(&rep, 0, sizeof rep);

@@ -6,9 +6,11 @@
 #include <string.h>
 
 #include "analysis.h"
+#include "cli.h"
 #include "commands.h"
 #include "progress.h"
 #include "output.h"
+#include "sizes.h"
 
 struct resolve_options {
     const char *trace, *estimates;
@@ -43,7 +45,8 @@ static int parse_resolve(int argc, char **argv, struct resolve_options *o)
     o->multiplier = 1.5;
     optind = 0; /* commands may run several times in one process (tests) */
     ws_progress_set_quiet(0);
-    while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":", longopts, NULL)) != -1) {
         switch (c) {
         case 'j': o->json = 1; break;
         case 'e': o->estimates = optarg; break;
@@ -56,7 +59,7 @@ static int parse_resolve(int argc, char **argv, struct resolve_options *o)
             break;
         case 'q': ws_progress_set_quiet(1); break;
         case 'h': resolve_usage(stdout); return -1;
-        default: resolve_usage(stderr); return WS_EXIT_USAGE;
+        default: return ws_bad_option("resolve", c, argv);
         }
     }
     if (optind + 1 != argc) {
@@ -139,7 +142,7 @@ static int print_text(const struct resolve_options *o, const struct ws_analysis 
                              ws_format_bytes(r->resolved_bytes, b[3], sizeof b[3]),
                              source_text(r)};
         rc = ws_table_add(&t, row);
-        total += r->resolved_bytes;
+        total = ws_sat_add(total, r->resolved_bytes);
     }
     if (rc == 0)
         ws_table_print(&t, stdout);
@@ -164,10 +167,11 @@ static int print_json(const struct resolve_options *o, const struct ws_analysis 
     for (size_t i = 0; nodes && i < n; i++) {
         const struct ws_resolution *r = &res[i];
         if (json_array_append_new(
-                nodes, json_pack("{s:s, s:o, s:o, s:I, s:I, s:s}", "node", an->nodes[r->node].name, "profile_bytes",
-                                 ws_json_bytes(r->profile_bytes), "estimate_bytes", ws_json_bytes(r->estimate_bytes),
-                                 "output_bytes", (json_int_t)r->output_bytes, "resolved_bytes",
-                                 (json_int_t)r->resolved_bytes, "source", ws_source_name(r->source))) != 0) {
+                nodes,
+                json_pack("{s:o, s:o, s:o, s:I, s:I, s:s}", "node", ws_json_text(an->nodes[r->node].name),
+                          "profile_bytes", ws_json_bytes(r->profile_bytes), "estimate_bytes",
+                          ws_json_bytes(r->estimate_bytes), "output_bytes", (json_int_t)r->output_bytes,
+                          "resolved_bytes", (json_int_t)r->resolved_bytes, "source", ws_source_name(r->source))) != 0) {
             json_decref(nodes);
             nodes = NULL;
         }
@@ -180,8 +184,8 @@ static int print_json(const struct resolve_options *o, const struct ws_analysis 
             json_decref(coverage);
             coverage = NULL;
         }
-    json_t *root = json_pack("{s:s, s:f, s:I, s:o, s:o}", "trace", o->trace, "fallback_multiplier", o->multiplier,
-                             "node_count", (json_int_t)n, "coverage", coverage, "nodes", nodes);
+    json_t *root = json_pack("{s:o, s:f, s:I, s:o, s:o}", "trace", ws_json_text(o->trace), "fallback_multiplier",
+                             o->multiplier, "node_count", (json_int_t)n, "coverage", coverage, "nodes", nodes);
     return ws_json_print(root, stdout);
 }
 

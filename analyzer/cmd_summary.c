@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "analysis.h"
+#include "cli.h"
 #include "commands.h"
 #include "import.h"
 #include "progress.h"
@@ -59,7 +60,8 @@ static int parse_summary(int argc, char **argv, struct summary_options *o)
     o->top = 10;
     optind = 0; /* commands may run several times in one process (tests) */
     ws_progress_set_quiet(0);
-    while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":", longopts, NULL)) != -1) {
         switch (c) {
         case 'j': o->json = 1; break;
         case 't':
@@ -71,7 +73,7 @@ static int parse_summary(int argc, char **argv, struct summary_options *o)
             break;
         case 'q': ws_progress_set_quiet(1); break;
         case 'h': summary_usage(stdout); return -1;
-        default: summary_usage(stderr); return WS_EXIT_USAGE;
+        default: return ws_bad_option("summary", c, argv);
         }
     }
     if (optind + 1 != argc) {
@@ -200,7 +202,7 @@ static json_t *ranking_json(const struct ws_analysis *an, int by_output, int top
     size_t n = rank_nodes(an, by_output, order);
     for (size_t k = 0; list && k < n && k < (size_t)top; k++) {
         const struct ws_node *node = &an->nodes[order[k]];
-        if (json_array_append_new(list, json_pack("{s:s, s:I, s:I}", "node", node->name, "bytes",
+        if (json_array_append_new(list, json_pack("{s:o, s:I, s:I}", "node", ws_json_text(node->name), "bytes",
                                                   (json_int_t)rank_value(order[k]), "occurrences",
                                                   (json_int_t)node->occurrences)) != 0) {
             json_decref(list);
@@ -262,9 +264,9 @@ static int print_json(const struct summary_options *o, const struct ws_analysis 
             classes = NULL;
         }
     json_t *root = json_pack(
-        "{s:s, s:I, s:b, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:o, s:o, s:o, s:o, s:{s:I, s:I}, s:{s:I, s:I}}", "trace",
-        o->trace, "runs", (json_int_t)an->nruns, "runs_from_outermost_ranges", an->runs_synthesized, "nodes",
-        (json_int_t)tc->nodes, "shape_keys", (json_int_t)tc->shape_keys, "threads", (json_int_t)tc->threads,
+        "{s:o, s:I, s:b, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:o, s:o, s:o, s:o, s:{s:I, s:I}, s:{s:I, s:I}}", "trace",
+        ws_json_text(o->trace), "runs", (json_int_t)an->nruns, "runs_from_outermost_ranges", an->runs_synthesized,
+        "nodes", (json_int_t)tc->nodes, "shape_keys", (json_int_t)tc->shape_keys, "threads", (json_int_t)tc->threads,
         "kernel_launches", (json_int_t)tc->launches, "device_allocation_calls", (json_int_t)tc->alloc_calls,
         "failed_allocation_calls", (json_int_t)tc->failed_calls, "peak_live_device_bytes",
         (json_int_t)an->peak_live_bytes, "lost_records", ws_json_bytes(tc->lost_records), "classes", classes,

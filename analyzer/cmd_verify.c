@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "analysis.h"
+#include "cli.h"
 #include "commands.h"
 #include "progress.h"
 #include "output.h"
@@ -41,14 +42,15 @@ static int parse_verify(int argc, char **argv, struct verify_options *o)
     int c;
     optind = 0; /* commands may run several times in one process (tests) */
     ws_progress_set_quiet(0);
-    while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":", longopts, NULL)) != -1) {
         switch (c) {
         case 'j': o->json = 1; break;
         case 's': o->strict = 1; break;
         case 'e': o->estimates = optarg; break;
         case 'q': ws_progress_set_quiet(1); break;
         case 'h': verify_usage(stdout); return -1;
-        default: verify_usage(stderr); return WS_EXIT_USAGE;
+        default: return ws_bad_option("verify", c, argv);
         }
     }
     if (optind + 1 != argc) {
@@ -140,8 +142,8 @@ static int print_json(const struct verify_options *o, const struct ws_analysis *
     json_t *slots = json_array(), *counts = json_object();
     for (size_t i = 0; slots && i < n; i++)
         if (json_array_append_new(
-                slots, json_pack("{s:s, s:I, s:o, s:o, s:o, s:s}", "node", an->nodes[v[i].node].name, "slot",
-                                 (json_int_t)v[i].slot, "level1_bytes", ws_json_bytes(v[i].level1_bytes),
+                slots, json_pack("{s:o, s:I, s:o, s:o, s:o, s:s}", "node", ws_json_text(an->nodes[v[i].node].name),
+                                 "slot", (json_int_t)v[i].slot, "level1_bytes", ws_json_bytes(v[i].level1_bytes),
                                  "level2_bytes", ws_json_bytes(v[i].level2_bytes), "observed_bytes",
                                  ws_json_bytes(v[i].observed_bytes), "verdict", ws_verdict_name(v[i].verdict))) != 0) {
             json_decref(slots);
@@ -153,8 +155,8 @@ static int print_json(const struct verify_options *o, const struct ws_analysis *
             json_decref(counts);
             counts = NULL;
         }
-    json_t *root = json_pack("{s:s, s:b, s:I, s:o, s:o}", "trace", o->trace, "strict", o->strict, "slot_count",
-                             (json_int_t)n, "verdicts", counts, "slots", slots);
+    json_t *root = json_pack("{s:o, s:b, s:I, s:o, s:o}", "trace", ws_json_text(o->trace), "strict", o->strict,
+                             "slot_count", (json_int_t)n, "verdicts", counts, "slots", slots);
     return ws_json_print(root, stdout);
 }
 

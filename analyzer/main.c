@@ -3,10 +3,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli.h"
 #include "commands.h"
 #include "version.h"
 
-static void usage(FILE *out)
+static void usage(FILE *out) /* --help */
 {
     fprintf(out, "usage: wstrace [--version] [--help] COMMAND [ARGS...]\n\n"
                  "Measure and plan GPU memory: trace a CUDA program, analyse its allocations per graph node,\n"
@@ -17,10 +18,12 @@ static void usage(FILE *out)
                  "Exit status: 0 success, 1 findings under --strict or a threshold, 2 bad input or usage.\n");
 }
 
+/* Every command's output is checked once it is done: a write to standard output that failed
+ * (a full disk, /dev/full) is exit status 2, never a silent success. */
 int main(int argc, char **argv)
 {
     if (argc < 2) {
-        usage(stderr);
+        ws_error("no command given; see 'wstrace --help'");
         return WS_EXIT_USAGE;
     }
     const char *name = argv[1];
@@ -29,24 +32,29 @@ int main(int argc, char **argv)
             for (unsigned i = 0; i < ws_command_count; i++)
                 if (!strcmp(ws_commands[i].name, argv[2])) {
                     char *help_argv[] = {argv[2], "--help", NULL};
-                    return ws_commands[i].fn(2, help_argv);
+                    return ws_finish_stdout(ws_commands[i].fn(2, help_argv));
                 }
+            ws_error("'%s' is not a command; see 'wstrace --help'", argv[2]);
+            return WS_EXIT_USAGE;
         }
         usage(stdout);
-        return WS_EXIT_OK;
+        return ws_finish_stdout(WS_EXIT_OK);
     }
     if (!strcmp(name, "--version")) {
         printf("wstrace %s (trace schema %d)\n", WSTRACE_VERSION, WSTRACE_SCHEMA_VERSION);
-        return WS_EXIT_OK;
+        return ws_finish_stdout(WS_EXIT_OK);
     }
     if (!strcmp(name, "--list-commands")) { /* for shell completion */
         for (unsigned i = 0; i < ws_command_count; i++)
             puts(ws_commands[i].name);
-        return WS_EXIT_OK;
+        return ws_finish_stdout(WS_EXIT_OK);
     }
     for (unsigned i = 0; i < ws_command_count; i++)
         if (!strcmp(ws_commands[i].name, name))
-            return ws_commands[i].fn(argc - 1, argv + 1);
-    ws_error("'%s' is not a command; see 'wstrace --help'", name);
+            return ws_finish_stdout(ws_commands[i].fn(argc - 1, argv + 1));
+    if (name[0] == '-')
+        ws_error("unknown option '%s'; see 'wstrace --help'", name);
+    else
+        ws_error("'%s' is not a command; see 'wstrace --help'", name);
     return WS_EXIT_USAGE;
 }

@@ -21,7 +21,7 @@ static int open_temp(struct ws_outfile *o, char *err, size_t errlen)
     int saved = EEXIST;
     for (unsigned attempt = 0; attempt < 100 && saved == EEXIST; attempt++) {
         snprintf(o->tmp, len, "%s.tmp.%ld.%u", o->path, (long)getpid(), attempt);
-        int fd = open(o->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+        int fd = open(o->tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
         if (fd < 0) {
             saved = errno;
             continue;
@@ -40,25 +40,40 @@ static int open_temp(struct ws_outfile *o, char *err, size_t errlen)
     return -1;
 }
 
-int ws_outfile_open(struct ws_outfile *o, const char *path, char *err, size_t errlen)
+static const char *kind_of(mode_t m)
+{
+    return S_ISLNK(m)    ? "a symbolic link"
+           : S_ISDIR(m)  ? "a folder"
+           : S_ISCHR(m)  ? "a character device"
+           : S_ISBLK(m)  ? "a block device"
+           : S_ISFIFO(m) ? "a FIFO"
+           : S_ISSOCK(m) ? "a socket"
+                         : "not a regular file";
+}
+
+/* Only a regular file (or a new name) is written: 0, or -1 with one line in err. */
+static int check_regular(const char *path, char *err, size_t errlen)
 {
     struct stat st;
+    if (lstat(path, &st) != 0 || S_ISREG(st.st_mode))
+        return 0;
+    snprintf(err, errlen, "%s is %s, not a regular file: refusing to write it (use '-' for standard output)", path,
+             kind_of(st.st_mode));
+    return -1;
+}
+
+int ws_outfile_open(struct ws_outfile *o, const char *path, char *err, size_t errlen)
+{
     memset(o, 0, sizeof *o);
     o->path = path;
     if (!strcmp(path, "-")) {
         o->fp = stdout;
         return 0;
     }
-    /* Devices, pipes and symbolic links are written in place: renaming over them would replace
-     * /dev/null or a pipe with a regular file. */
-    if (lstat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
-        if (!(o->fp = fopen(path, "w"))) {
-            snprintf(err, errlen, "%s: cannot write: %s", path, strerror(errno));
-            return -1;
-        }
-        o->owned = 1;
-        return 0;
-    }
+    /* A link is never followed and a device, FIFO or folder never replaced: renaming over
+     * /dev/null or writing through a planted link would touch a file nobody asked to write. */
+    if (check_regular(path, err, errlen) != 0)
+        return -1;
     return open_temp(o, err, errlen);
 }
 
@@ -79,6 +94,8 @@ int ws_outfile_close(struct ws_outfile *o, int ok, char *err, size_t errlen)
         rc = -1;
     }
     if (o->tmp) {
+        if (rc == 0 && check_regular(o->path, err, errlen) != 0)
+            rc = -1; /* something else took the name meanwhile */
         if (rc == 0 && rename(o->tmp, o->path) != 0) {
             snprintf(err, errlen, "%s: cannot rename the finished file into place: %s", o->path, strerror(errno));
             rc = -1;
@@ -117,21 +134,18 @@ size_t ws_utf8_sequence(const unsigned char *p)
     return n;
 }
 
-/* Copy of s with every byte that is not part of a valid UTF-8 sequence replaced by '?'. */
+/* Copy of s with every byte that is not part of a valid UTF-8 sequence replaced by U+FFFD. */
 void ws_utf8_sanitize(const char *s, char *out, size_t len)
 {
     const unsigned char *p = (const unsigned char *)s;
     size_t o = 0;
     while (*p) {
-        size_t n = ws_utf8_sequence(p), take = n ? n : 1;
-        if (o + take + 1 > len)
+        size_t n = ws_utf8_sequence(p), put = n ? n : 3;
+        if (o + put + 1 > len)
             break;
-        if (n)
-            memcpy(out + o, p, n);
-        else
-            out[o] = '?';
-        o += take;
-        p += take;
+        memcpy(out + o, n ? (const char *)p : "\xEF\xBF\xBD", put);
+        o += put;
+        p += n ? n : 1;
     }
     out[o] = '\0';
 }

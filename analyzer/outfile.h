@@ -1,7 +1,10 @@
 /*
- * Output files of the analysis commands: a regular file is written under a temporary name and
- * renamed over the destination only when complete, so a failed command leaves it as it was;
- * "-" is standard output; devices, pipes and symbolic links are written in place.
+ * Output files of the analysis commands: a regular file is written under a temporary name
+ * (created exclusively, never through a link) and renamed over the destination only when
+ * complete, so a failed command leaves it as it was; "-" is standard output.  Anything else at the
+ * destination (a symbolic link, a device, a FIFO, a folder) is refused: nothing is written through
+ * a link or replaced that is not a regular file.  ws_check_not_input (cli.h) refuses an output
+ * that is one of the command's inputs.
  */
 #ifndef WS_OUTFILE_H
 #define WS_OUTFILE_H
@@ -23,7 +26,8 @@ int ws_outfile_close(struct ws_outfile *o, int ok, char *err, size_t errlen);
 
 /* Length of the valid UTF-8 sequence at p (1-4), or 0 when the bytes there are not one. */
 size_t ws_utf8_sequence(const unsigned char *p);
-/* Copy of s into out (len bytes) with every byte outside a valid UTF-8 sequence replaced by '?'. */
+/* Copy of s into out (len bytes) with every byte outside a valid UTF-8 sequence replaced by U+FFFD
+ * (cut before a sequence that does not fit). */
 void ws_utf8_sanitize(const char *s, char *out, size_t len);
 
 #endif

@@ -3,6 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "outfile.h"
+
 char *ws_format_bytes(int64_t bytes, char *buf, size_t len)
 {
     static const char *const units[] = {"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
@@ -112,3 +114,82 @@ int ws_json_print(json_t *root, FILE *out)
     json_decref(root);
     return rc == 0 ? 0 : -1;
 }
+
+/* ---- names as text of each output format ------------------------------------------------------ */
+
+static const char replacement[] = "\xEF\xBF\xBD"; /* U+FFFD */
+
+json_t *ws_json_text(const char *s)
+{
+    if (!s)
+        return json_null();
+    json_t *v = json_string(s);
+    if (v)
+        return v;
+    size_t len = strlen(s) * 3 + 1; /* each byte becomes at most three */
+    char *copy = malloc(len);
+    if (!copy)
+        return NULL;
+    ws_utf8_sanitize(s, copy, len);
+    v = json_string(copy);
+    free(copy);
+    return v;
+}
+
+/* Write s with each byte outside a valid UTF-8 sequence as U+FFFD; each ASCII character c goes
+ * through put(out, c). */
+static void put_utf8(FILE *out, const char *s, void (*put)(FILE *, unsigned char))
+{
+    const unsigned char *p = (const unsigned char *)s;
+    while (*p) {
+        size_t n = ws_utf8_sequence(p);
+        if (n == 0) {
+            fputs(replacement, out);
+            p++;
+        } else if (n == 1) {
+            put(out, *p++);
+        } else {
+            fwrite(p, 1, n, out);
+            p += n;
+        }
+    }
+}
+
+static void md_char(FILE *out, unsigned char c)
+{
+    if (c == '|')
+        fputs("\\|", out);
+    else if (c < 0x20 || c == 0x7f)
+        fputc(' ', out);
+    else
+        fputc(c, out);
+}
+
+static void md_code_char(FILE *out, unsigned char c) { md_char(out, c == '`' ? '\'' : c); }
+
+void ws_md_code(FILE *out, const char *s)
+{
+    fputc('`', out);
+    put_utf8(out, s ? s : "", md_code_char);
+    fputc('`', out);
+}
+
+void ws_md_text(FILE *out, const char *s) { put_utf8(out, s ? s : "", md_char); }
+
+static void xml_char(FILE *out, unsigned char c)
+{
+    switch (c) {
+    case '&': fputs("&amp;", out); break;
+    case '<': fputs("&lt;", out); break;
+    case '>': fputs("&gt;", out); break;
+    case '"': fputs("&quot;", out); break;
+    case '\'': fputs("&apos;", out); break;
+    default:
+        if ((c < 0x20 && c != '\t' && c != '\n' && c != '\r') || c == 0x7f)
+            fputs(replacement, out);
+        else
+            fputc(c, out);
+    }
+}
+
+void ws_xml_text(FILE *out, const char *s) { put_utf8(out, s ? s : "", xml_char); }

@@ -40,4 +40,26 @@ json_t *ws_json_bytes(int64_t bytes);
 /* Print root as indented JSON followed by a newline and release it; -1 on failure. */
 int ws_json_print(json_t *root, FILE *out);
 
+/*
+ * Names recorded from a program (node names, shape keys, kernel names) and paths are bytes: they
+ * need not be UTF-8.  Every output stays valid whatever they hold:
+ *  - JSON: each byte that is not part of a valid UTF-8 sequence becomes U+FFFD;
+ *  - Markdown: the same, and control characters (line breaks included) become a blank, so a
+ *    name stays inside its table cell;
+ *  - XML (SVG): the same as JSON, markup characters escaped, and the control characters XML 1.0
+ *    forbids become U+FFFD.
+ */
+
+/* A JSON string of s (json_null() for NULL); NULL only when out of memory. */
+json_t *ws_json_text(const char *s);
+
+/* s as a Markdown code span inside a table cell: '|' escaped, '`' shown as '\''. */
+void ws_md_code(FILE *out, const char *s);
+
+/* s as Markdown text inside a table cell: '|' escaped. */
+void ws_md_text(FILE *out, const char *s);
+
+/* s as XML character data or attribute value. */
+void ws_xml_text(FILE *out, const char *s);
+
 #endif
