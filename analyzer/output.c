@@ -61,6 +61,9 @@ int ws_table_add(struct ws_table *t, const char *const *row)
                 free(dst[c]);
             return -1;
         }
+        for (char *p = dst[c]; *p; p++) /* a line break in a name would break the table */
+            if ((unsigned char)*p < 0x20 || *p == 0x7f)
+                *p = ' ';
     }
     t->rows++;
     return 0;

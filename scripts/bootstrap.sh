@@ -4,7 +4,8 @@
 set -euo pipefail
 
 packages=(cmake make gcc g++ pkg-config libsqlite3-dev sqlite3 libjansson-dev libcriterion-dev valgrind time
-          zlib1g-dev chromium-headless-shell)
+          zlib1g-dev chromium-headless-shell
+          clang-14 libclang-rt-14-dev) # clang and libFuzzer: scripts/fuzz.sh
 missing=()
 for p in "${packages[@]}"; do
     if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then

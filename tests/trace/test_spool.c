@@ -7,6 +7,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "collector.h"
 #include "spool_format.h"
@@ -383,6 +386,149 @@ Test(pairing, address_reuse_pairs_each_free_with_the_latest_allocation)
     cr_expect_eq(tu_int(db, "SELECT value FROM meta WHERE key='clean_exit'"), 0, "end_ns is 0: the process died");
     cr_expect_eq(tu_int(db, "SELECT value FROM meta WHERE key='pid'"), 4321);
     cr_expect_eq(tu_int(db, "SELECT COUNT(*) FROM threads"), 2);
+    sqlite3_close(db);
+}
+
+/* A free and the allocation that reused its address on another thread carry the same time (the
+ * tracer times frees before their call, allocations after it, so the free is never later).  Thread
+ * order would put the reuse first; the collector must pair as causality says. */
+Test(pairing, a_free_and_its_reuse_at_the_same_time_pair_by_causality)
+{
+    struct spool_builder b;
+    sb_init(&b, 2);
+    sb_chunk_init(&b, 0, 1, 0, 1);         /* thread 1: reuses X at 20, frees it at 30 */
+    alloc_rec(&b, 0, 20, ADDR_X, 22, 0);
+    free_rec(&b, 0, 30, ADDR_X);
+    free_rec(&b, 0, 40, ADDR_Y);           /* frees what thread 2 allocated at 40 */
+    sb_commit_all(&b, 0);
+    sb_chunk_init(&b, 1, 2, 0, 1);         /* thread 2: X from 10 to 20 */
+    alloc_rec(&b, 1, 10, ADDR_X, 11, 0);
+    alloc_rec(&b, 1, 40, ADDR_Y, 33, 0);   /* handed to thread 1, which frees it at the same time */
+    free_rec(&b, 1, 20, ADDR_X);
+    sb_commit_all(&b, 1);
+    /* thread 2's records must be in time order: rewrite them as 10 alloc X, 20 free X, 40 alloc Y */
+    struct ws_rec *t2 = (struct ws_rec *)(sb_chunk(&b, 1) + 1);
+    struct ws_rec tmp = t2[1];
+    t2[1] = t2[2];
+    t2[2] = tmp;
+    char db_path[512];
+    sqlite3 *db = collect(&b, db_path, sizeof db_path);
+    cr_expect_eq(tu_int(db, "SELECT COUNT(*) FROM allocations"), 3);
+    cr_expect_eq(tu_int(db, "SELECT COUNT(*) FROM api_errors"), 0, "no free without an allocation");
+    cr_expect_eq(tu_int(db, "SELECT COUNT(*) FROM allocations WHERE free_ns IS NULL"), 0, "every block freed");
+    cr_expect_eq(tu_int(db, "SELECT free_ns FROM allocations WHERE bytes=11"), 20);
+    cr_expect_eq(tu_int(db, "SELECT free_thread_id FROM allocations WHERE bytes=11"), 2);
+    cr_expect_eq(tu_int(db, "SELECT free_ns FROM allocations WHERE bytes=22"), 30);
+    cr_expect_eq(tu_int(db, "SELECT free_thread_id FROM allocations WHERE bytes=22"), 1);
+    cr_expect_eq(tu_int(db, "SELECT thread_id FROM allocations WHERE bytes=33"), 2);
+    cr_expect_eq(tu_int(db, "SELECT free_thread_id FROM allocations WHERE bytes=33"), 1);
+    cr_expect_eq(tu_int(db, "SELECT free_ns FROM allocations WHERE bytes=33"), 40);
+    sqlite3_close(db);
+}
+
+/* Strings are bytes: two names that differ only after an embedded NUL are two names, each stored
+ * verbatim, and the same one twice is one row. */
+Test(pairing, names_with_embedded_nuls_are_stored_verbatim)
+{
+    static const char a[] = "node\0one", b2[] = "node\0two";
+    struct spool_builder b;
+    sb_init(&b, 1);
+    sb_chunk_init(&b, 0, 1, 0, 1);
+    const char *names[] = {a, b2, a};
+    for (int i = 0; i < 3; i++) {
+        struct ws_rec *r = sb_rec(&b, 0, WS_REC_PUSH, 10 + 10 * (uint64_t)i, "123456789");
+        memcpy(r + 1, names[i], sizeof a - 1); /* 8 bytes with a NUL in the middle */
+        r->u[1] = sizeof a - 1;
+        sb_rec(&b, 0, WS_REC_POP, 15 + 10 * (uint64_t)i, NULL);
+    }
+    sb_commit_all(&b, 0);
+    char db_path[512];
+    sqlite3 *db = collect(&b, db_path, sizeof db_path);
+    cr_expect_eq(tu_int(db, "SELECT COUNT(*) FROM ranges"), 3);
+    cr_expect_eq(tu_int(db, "SELECT COUNT(DISTINCT name_id) FROM ranges"), 2);
+    cr_expect_eq(tu_int(db, "SELECT COUNT(*) FROM strings WHERE hex(CAST(value AS BLOB)) = '6E6F6465006F6E65'"), 1);
+    cr_expect_eq(tu_int(db, "SELECT COUNT(*) FROM strings WHERE hex(CAST(value AS BLOB)) = '6E6F64650074776F'"), 1);
+    sqlite3_close(db);
+}
+
+/* Text fields of the header that fill their whole field (no NUL) are read within it. */
+Test(pairing, header_strings_without_a_terminator_stay_in_bounds)
+{
+    struct spool_builder b;
+    sb_init(&b, 1);
+    struct ws_spool_header *h = sb_header(&b);
+    memset(h->backend, 'b', sizeof h->backend);
+    memset(h->tool_version, 'v', sizeof h->tool_version);
+    memset(h->output, 'o', sizeof h->output);
+    sb_chunk_init(&b, 0, 1, 0, 1);
+    alloc_rec(&b, 0, 10, ADDR_X, 1, 0);
+    sb_commit_all(&b, 0);
+    char db_path[512];
+    sqlite3 *db = collect(&b, db_path, sizeof db_path);
+    cr_expect_eq(tu_int(db, "SELECT length(value) FROM meta WHERE key='capture_backend'"), 32);
+    cr_expect_eq(tu_int(db, "SELECT value = printf('%%.32c', 'b') FROM meta WHERE key='capture_backend'"), 1);
+    cr_expect_eq(tu_int(db, "SELECT length(value) FROM meta WHERE key='tracer_version'"), 32);
+    sqlite3_close(db);
+}
+
+/* The temporary trace is created exclusively and never through a link planted at its name; a
+ * temporary file a killed collector left is removed; the destination must be a regular file. */
+Test(pairing, temporary_files_are_exclusive_and_stale_ones_removed)
+{
+    char spool[512], db_path[512], planted[600], victim[512], stale[600], err[512] = "";
+    tu_path(spool, sizeof spool, "t.spool");
+    tu_path(db_path, sizeof db_path, "t.db");
+    tu_path(victim, sizeof victim, "victim");
+    struct spool_builder b;
+    sb_init(&b, 1);
+    sb_chunk_init(&b, 0, 1, 0, 1);
+    alloc_rec(&b, 0, 10, ADDR_X, 1, 0);
+    sb_commit_all(&b, 0);
+    sb_write(&b, spool, 0);
+    FILE *f = fopen(victim, "w");
+    cr_assert_not_null(f);
+    fputs("precious", f);
+    fclose(f);
+    /* The name this process would use first, planted as a link to the victim. */
+    snprintf(planted, sizeof planted, "%s.tmp.%ld", db_path, (long)getpid());
+    cr_assert_eq(symlink(victim, planted), 0);
+    /* A temporary file of a collector that is gone: a child that has exited. */
+    pid_t child = fork();
+    if (child == 0)
+        _exit(0);
+    cr_assert_eq(waitpid(child, NULL, 0), child);
+    snprintf(stale, sizeof stale, "%s.tmp.%ld", db_path, (long)child);
+    f = fopen(stale, "w");
+    cr_assert_not_null(f);
+    fclose(f);
+
+    struct ws_collect_stats st;
+    cr_assert_eq(ws_collect_spool(spool, db_path, &st, err, sizeof err), 0, "%s", err);
+    char *text = tu_read_file(victim, NULL);
+    cr_expect_str_eq(text, "precious", "written through the planted link");
+    free(text);
+    struct stat ls;
+    cr_expect(lstat(planted, &ls) == 0 && S_ISLNK(ls.st_mode), "the planted link is left alone");
+    cr_expect_not(tu_exists(stale), "the stale temporary file is removed");
+    sqlite3 *db = tu_open(db_path);
+    cr_expect_eq(tu_int(db, "SELECT COUNT(*) FROM allocations"), 1);
+    sqlite3_close(db);
+
+    /* A destination that is a link (to the victim) or the spool itself is refused. */
+    char link[512];
+    tu_path(link, sizeof link, "link.db");
+    cr_assert_eq(symlink(victim, link), 0);
+    err[0] = 0;
+    cr_expect_eq(ws_collect_spool(spool, link, &st, err, sizeof err), -1);
+    cr_expect_str_not_empty(err);
+    text = tu_read_file(victim, NULL);
+    cr_expect_str_eq(text, "precious");
+    free(text);
+    err[0] = 0;
+    cr_expect_eq(ws_collect_spool(spool, spool, &st, err, sizeof err), -1);
+    cr_expect_str_not_empty(err);
+    db = tu_open(db_path);
+    cr_expect_eq(tu_int(db, "SELECT COUNT(*) FROM allocations"), 1, "the earlier trace is untouched");
     sqlite3_close(db);
 }
 

@@ -8,7 +8,20 @@
  *   nvtx            nested NVTX ranges, domains, registered strings, start/end across threads
  *   explicit        wstrace.h nodes on several threads, runs, declarations, metadata
  *   errors          failing calls: prints every return code and errno (compare traced/untraced)
- *   stress T N      T threads x N cudaMalloc/cudaFree pairs
+ *   stress T N      T threads x N cudaMalloc/cudaFree pairs, free-running (the simulated device's
+ *                   peak is printed)
+ *   waves T R K     T threads, R rounds: each allocates K blocks, all wait, each frees the blocks of
+ *                   the next thread (a free on another thread than the allocation), all wait
+ *   count N PATH    N cudaMalloc/cudaFree pairs (N = 0: until killed), sizes 64 + i % 4096; the
+ *                   number of pairs completed is kept in the 8-byte file PATH after each one
+ *   fork-exit N     N forked children, child i makes i + 1 allocations and leaves through _exit
+ *   forkstorm D W   every process forks W children down to depth D; each makes 2 allocations
+ *                   and frees one, then exits (through exit and _exit in turn)
+ *   names           names that are not plain ASCII: long multibyte ones, invalid UTF-8, wide
+ *                   strings with surrogates
+ *   fsize B MODE..  sets the file size limit to B bytes, then execs itself as MODE...
+ *   gated DIR MODE..  creates DIR/ready.<pid>, waits for DIR/go, then runs MODE...: processes
+ *                   started together all pass their start-up before any of them goes on
  *   fork            allocations in the parent and in a forked child
  *   exec            allocations, then exec of itself ("exec-second") with more allocations
  *   spawn           fork, and the child execs this program as "exec-second"
@@ -24,8 +37,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <wchar.h>
 #include <unistd.h>
 
 #include <cuda_runtime_api.h>
@@ -368,9 +385,190 @@ static int mode_stress(int threads, int pairs)
         pthread_join(t[i], NULL);
     struct wssim_stats st;
     wssim_get_stats(&st);
-    printf("alloc_calls=%llu\nfree_calls=%llu\n", (unsigned long long)st.alloc_calls,
-           (unsigned long long)st.free_calls);
+    printf("alloc_calls=%llu\nfree_calls=%llu\npeak_bytes=%llu\n", (unsigned long long)st.alloc_calls,
+           (unsigned long long)st.free_calls, (unsigned long long)st.peak_bytes);
     return 0;
+}
+
+/* ---- waves: all allocate, all wait, each frees its neighbour's blocks ------------------------- */
+
+enum { WAVES_MAX_THREADS = 64, WAVES_MAX_BLOCKS = 16 };
+static int waves_threads, waves_rounds, waves_blocks;
+static void *waves_mem[WAVES_MAX_THREADS][WAVES_MAX_BLOCKS];
+static pthread_barrier_t waves_barrier;
+
+static void *waves_worker(void *arg)
+{
+    int me = (int)(intptr_t)arg, next = (me + 1) % waves_threads;
+    for (int round = 0; round < waves_rounds; round++) {
+        for (int k = 0; k < waves_blocks; k++)
+            CHECK(cudaMalloc(&waves_mem[me][k], (size_t)(512 + 8 * (me * waves_blocks + k) + round)));
+        pthread_barrier_wait(&waves_barrier);
+        for (int k = 0; k < waves_blocks; k++)
+            CHECK(cudaFree(waves_mem[next][k]));
+        pthread_barrier_wait(&waves_barrier);
+    }
+    return NULL;
+}
+
+static int mode_waves(int threads, int rounds, int blocks)
+{
+    pthread_t t[WAVES_MAX_THREADS];
+    if (threads < 2 || threads > WAVES_MAX_THREADS || blocks < 1 || blocks > WAVES_MAX_BLOCKS || rounds < 1)
+        return 64;
+    waves_threads = threads, waves_rounds = rounds, waves_blocks = blocks;
+    pthread_barrier_init(&waves_barrier, NULL, (unsigned)threads);
+    for (int i = 0; i < threads; i++)
+        if (pthread_create(&t[i], NULL, waves_worker, (void *)(intptr_t)i) != 0)
+            return 71;
+    for (int i = 0; i < threads; i++)
+        pthread_join(t[i], NULL);
+    pthread_barrier_destroy(&waves_barrier);
+    struct wssim_stats st;
+    wssim_get_stats(&st);
+    printf("alloc_calls=%llu\nfree_calls=%llu\npeak_bytes=%llu\n", (unsigned long long)st.alloc_calls,
+           (unsigned long long)st.free_calls, (unsigned long long)st.peak_bytes);
+    return 0;
+}
+
+/* ---- count: a progress counter that survives a SIGKILL --------------------------------------- */
+
+static int mode_count(long long n, const char *path)
+{
+    int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0644);
+    if (fd < 0 || ftruncate(fd, 8) != 0)
+        return 77;
+    volatile uint64_t *done = mmap(NULL, 8, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (done == MAP_FAILED)
+        return 77;
+    close(fd);
+    for (long long i = 0; n == 0 || i < n; i++) {
+        void *p;
+        CHECK(cudaMalloc(&p, (size_t)(64 + i % 4096)));
+        CHECK(cudaFree(p));
+        *done = (uint64_t)(i + 1);
+    }
+    printf("pairs=%lld\n", n);
+    return 0;
+}
+
+/* ---- children that leave through _exit, fork storms -------------------------------------------- */
+
+static int mode_fork_exit(int n)
+{
+    pid_t child[64];
+    if (n < 1 || n > 64)
+        return 64;
+    fflush(stdout);
+    for (int i = 0; i < n; i++) {
+        child[i] = fork();
+        if (child[i] < 0)
+            return 72;
+        if (child[i] == 0) {
+            for (int k = 0; k <= i; k++) {
+                void *p;
+                CHECK(cudaMalloc(&p, (size_t)(300 + i)));
+            }
+            _exit(0);
+        }
+    }
+    for (int i = 0; i < n; i++) {
+        int status;
+        if (waitpid(child[i], &status, 0) != child[i] || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+            return 73;
+        printf("child%d=%ld\n", i, (long)child[i]);
+    }
+    return 0;
+}
+
+static int forkstorm(int depth, int width)
+{
+    void *p, *q;
+    CHECK(cudaMalloc(&p, 1000));
+    CHECK(cudaMalloc(&q, 2000));
+    CHECK(cudaFree(p));
+    int failed = 0;
+    if (depth > 0) {
+        pid_t child[16];
+        int n = 0;
+        fflush(stdout);
+        for (int i = 0; i < width && i < 16; i++) {
+            pid_t c = fork();
+            if (c == 0) {
+                int rc = forkstorm(depth - 1, width);
+                fflush(stdout);
+                if (i % 2)
+                    _exit(rc);
+                exit(rc);
+            }
+            if (c < 0)
+                failed = 1;
+            else
+                child[n++] = c;
+        }
+        for (int i = 0; i < n; i++) {
+            int status;
+            if (waitpid(child[i], &status, 0) != child[i] || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+                failed = 1;
+        }
+    }
+    return failed ? 73 : 0;
+}
+
+/* ---- names that are not plain ASCII -------------------------------------------------------------- */
+
+static int mode_names(void)
+{
+    /* 5000 bytes of 'e' with an acute accent (two bytes each) after one ASCII byte: the limit of
+     * 4096 bytes falls inside a character, so the stored name has 4095 bytes. */
+    static char accents[1 + 5000 + 1];
+    accents[0] = 'x';
+    for (int i = 0; i < 2500; i++)
+        memcpy(accents + 1 + 2 * i, "\xc3\xa9", 2);
+    void *p;
+    wstrace_run_begin("shape\xff|\r\nkey"); /* a shape key that is not UTF-8 either */
+    wstrace_node_push(accents);
+    CHECK(cudaMalloc(&p, 111));
+    CHECK(cudaFree(p));
+    wstrace_node_pop();
+    /* Bytes that are not UTF-8, and a line break with a table separator (Markdown). */
+    wstrace_node_push("/bad\xff\xfe|name\r\nnext");
+    CHECK(cudaMalloc(&p, 222));
+    CHECK(cudaFree(p));
+    wstrace_node_pop();
+    /* A lone surrogate, and a pair that stands for U+1F600. */
+    static const wchar_t lone[] = {L'w', 0xD800, L'!', 0};
+    static const wchar_t pair[] = {L'p', 0xD83D, 0xDE00, 0};
+    nvtxRangePushW(lone);
+    CHECK(cudaMalloc(&p, 333));
+    CHECK(cudaFree(p));
+    nvtxRangePop();
+    nvtxRangePushW(pair);
+    CHECK(cudaMalloc(&p, 444));
+    CHECK(cudaFree(p));
+    nvtxRangePop();
+    /* 3000 wide characters of two UTF-8 bytes each: more than the limit once converted. */
+    static wchar_t wide[3001];
+    for (int i = 0; i < 3000; i++)
+        wide[i] = 0xE9;
+    nvtxRangePushW(wide);
+    CHECK(cudaMalloc(&p, 555));
+    CHECK(cudaFree(p));
+    nvtxRangePop();
+    wstrace_run_end();
+    return 0;
+}
+
+/* ---- fsize: run a mode under a file size limit ----------------------------------------------------- */
+
+static int mode_fsize(long long bytes, char **argv)
+{
+    struct rlimit rl = {(rlim_t)bytes, (rlim_t)bytes};
+    if (setrlimit(RLIMIT_FSIZE, &rl) != 0)
+        return 78;
+    fflush(stdout);
+    execv("/proc/self/exe", argv);
+    return 74;
 }
 
 /* ---- fork, exec, kill ------------------------------------------------------------------------- */
@@ -523,9 +721,33 @@ static int mode_plain(int code)
     return code;
 }
 
+static int run_mode(int argc, char **argv);
+
+static int mode_gated(const char *dir, int argc, char **argv)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/ready.%ld", dir, (long)getpid());
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0644);
+    if (fd < 0)
+        return 79;
+    close(fd);
+    snprintf(path, sizeof path, "%s/go", dir);
+    for (int i = 0; access(path, F_OK) != 0; i++) {
+        if (i == 600000)
+            return 79; /* ten minutes without the go */
+        usleep(1000);
+    }
+    return run_mode(argc, argv);
+}
+
 int main(int argc, char **argv)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
+    return run_mode(argc, argv);
+}
+
+static int run_mode(int argc, char **argv)
+{
     const char *mode = argc > 1 ? argv[1] : "";
     int rc;
     if (!strcmp(mode, "apis"))
@@ -554,6 +776,20 @@ int main(int argc, char **argv)
         rc = mode_chdir();
     else if (!strcmp(mode, "plain") && argc == 3)
         rc = mode_plain(atoi(argv[2]));
+    else if (!strcmp(mode, "waves") && argc == 5)
+        rc = mode_waves(atoi(argv[2]), atoi(argv[3]), atoi(argv[4]));
+    else if (!strcmp(mode, "count") && argc == 4)
+        rc = mode_count(atoll(argv[2]), argv[3]);
+    else if (!strcmp(mode, "fork-exit") && argc == 3)
+        rc = mode_fork_exit(atoi(argv[2]));
+    else if (!strcmp(mode, "forkstorm") && argc == 4)
+        rc = forkstorm(atoi(argv[2]), atoi(argv[3]));
+    else if (!strcmp(mode, "names"))
+        rc = mode_names();
+    else if (!strcmp(mode, "fsize") && argc >= 4)
+        rc = mode_fsize(atoll(argv[2]), argv + 2);
+    else if (!strcmp(mode, "gated") && argc >= 4)
+        rc = mode_gated(argv[2], argc - 2, argv + 2);
     else {
         fprintf(stderr, "usage: trace_prog MODE [ARGS]\n");
         rc = 64;

@@ -87,14 +87,14 @@ char *tu_read_file(const char *path, size_t *len)
     return buf;
 }
 
-void tu_run(struct tu_result *r, const char *const *env, const char *const *argv)
+void tu_start(struct tu_proc *p, const char *const *env, const char *const *argv)
 {
     static int serial;
-    char out_path[512], err_path[512], name[64];
+    char name[64];
     snprintf(name, sizeof name, "run%d.out", serial);
-    tu_path(out_path, sizeof out_path, name);
+    tu_path(p->out_path, sizeof p->out_path, name);
     snprintf(name, sizeof name, "run%d.err", serial++);
-    tu_path(err_path, sizeof err_path, name);
+    tu_path(p->err_path, sizeof p->err_path, name);
 
     size_t n = 0, extra = 0;
     while (environ[n])
@@ -115,24 +115,34 @@ void tu_run(struct tu_result *r, const char *const *env, const char *const *argv
     posix_spawn_file_actions_t fa;
     posix_spawn_file_actions_init(&fa);
     posix_spawn_file_actions_addopen(&fa, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
-    posix_spawn_file_actions_addopen(&fa, STDOUT_FILENO, out_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    posix_spawn_file_actions_addopen(&fa, STDERR_FILENO, err_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    pid_t pid;
-    int rc = posix_spawn(&pid, argv[0], &fa, NULL, (char *const *)argv, envp);
+    posix_spawn_file_actions_addopen(&fa, STDOUT_FILENO, p->out_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_addopen(&fa, STDERR_FILENO, p->err_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    int rc = posix_spawn(&p->pid, argv[0], &fa, NULL, (char *const *)argv, envp);
     posix_spawn_file_actions_destroy(&fa);
     free(envp);
     cr_assert_eq(rc, 0, "cannot run %s: %s", argv[0], strerror(rc));
+}
+
+void tu_finish(struct tu_proc *p, struct tu_result *r)
+{
     int status;
-    while (waitpid(pid, &status, 0) < 0)
+    while (waitpid(p->pid, &status, 0) < 0)
         cr_assert_eq(errno, EINTR, "waitpid: %s", strerror(errno));
     memset(r, 0, sizeof *r);
     r->exited = WIFEXITED(status);
     r->code = r->exited ? WEXITSTATUS(status) : -1;
     r->signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
-    r->out = tu_read_file(out_path, NULL);
-    r->err = tu_read_file(err_path, NULL);
-    unlink(out_path);
-    unlink(err_path);
+    r->out = tu_read_file(p->out_path, NULL);
+    r->err = tu_read_file(p->err_path, NULL);
+    unlink(p->out_path);
+    unlink(p->err_path);
+}
+
+void tu_run(struct tu_result *r, const char *const *env, const char *const *argv)
+{
+    struct tu_proc p;
+    tu_start(&p, env, argv);
+    tu_finish(&p, r);
 }
 
 const char *tu_tracer_preload(void)

@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sqlite3.h>
+#include <sys/types.h>
 
 #define TU_NULL INT64_MIN /* what tu_int returns for SQL NULL */
 
@@ -26,6 +27,15 @@ struct tu_result {
     char *out;  /* whole stdout */
     char *err;  /* whole stderr */
 };
+
+/* A program started and not yet waited for. */
+struct tu_proc {
+    pid_t pid;
+    char out_path[512], err_path[512];
+};
+/* Start argv[0] as tu_run does, without waiting; tu_finish waits and collects what it printed. */
+void tu_start(struct tu_proc *p, const char *const *env, const char *const *argv);
+void tu_finish(struct tu_proc *p, struct tu_result *r);
 
 /* Run argv[0] with the test's environment minus LD_PRELOAD, NVTX_INJECTION64_PATH, WSTRACE_* and
  * WSSIM_*, plus env (NULL-terminated "K=V" list, may be NULL).  Asserts that it could be run. */
