@@ -102,9 +102,14 @@ Test(cli, a_failed_write_to_standard_output_is_exit_status_2)
     fputs("id,lower,upper,size\n0,0,2,100\n1,1,3,50\n", f);
     fclose(f);
     const char *const *runs[] = {
-        WSTRACE("summary", trace), WSTRACE("lifetimes", trace), WSTRACE("resolve", trace),
-        WSTRACE("verify", trace),  WSTRACE("plan", trace),      WSTRACE("plan", "--problem", csv),
-        WSTRACE("summary", trace, "--json"), WSTRACE("--help"),
+        WSTRACE("summary", trace),
+        WSTRACE("lifetimes", trace),
+        WSTRACE("resolve", trace),
+        WSTRACE("verify", trace),
+        WSTRACE("plan", trace),
+        WSTRACE("plan", "--problem", csv),
+        WSTRACE("summary", trace, "--json"),
+        WSTRACE("--help"),
     };
     for (size_t i = 0; i < sizeof runs / sizeof runs[0]; i++) {
         int code = run_to_full(runs[i], err, sizeof err);
@@ -237,9 +242,9 @@ Test(cli, sizes_that_overflow_refuse_the_trace)
         tu_result_free(&r);
     }
     cr_assert_eq(sqlite3_open(trace, &db), SQLITE_OK);
-    cr_assert_eq(sqlite3_exec(db, "UPDATE allocations SET bytes = -5 WHERE bytes = 9223372036854775807", NULL, NULL,
-                              NULL),
-                 SQLITE_OK);
+    cr_assert_eq(
+        sqlite3_exec(db, "UPDATE allocations SET bytes = -5 WHERE bytes = 9223372036854775807", NULL, NULL, NULL),
+        SQLITE_OK);
     sqlite3_close(db);
     struct tu_result r;
     run(&r, WSTRACE("summary", trace));

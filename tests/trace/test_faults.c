@@ -478,8 +478,8 @@ Test(faults, fork_storm_every_process_keeps_its_trace, .timeout = 600)
         tu_path(path, sizeof path, e->d_name);
         sqlite3 *db = tu_open(path);
         cr_expect_eq(tu_int(db, "SELECT COUNT(*) FROM allocations"), 2, "%s", e->d_name);
-        cr_expect_eq(tu_int(db, "SELECT COUNT(*) FROM allocations WHERE bytes=1000 AND free_ns IS NOT NULL"), 1,
-                     "%s", e->d_name);
+        cr_expect_eq(tu_int(db, "SELECT COUNT(*) FROM allocations WHERE bytes=1000 AND free_ns IS NOT NULL"), 1, "%s",
+                     e->d_name);
         cr_expect_eq(tu_int(db, "SELECT COUNT(*) FROM allocations WHERE bytes=2000 AND free_ns IS NULL"), 1, "%s",
                      e->d_name);
         sqlite3_close(db);
@@ -528,14 +528,15 @@ Test(faults, names_are_cut_between_characters_counted_and_printed_validly)
     cr_expect_eq(tu_int(db, "SELECT COUNT(*) FROM strings WHERE hex(value) = '77EFBFBD21'"), 1);
     cr_expect_eq(tu_int(db, "SELECT COUNT(*) FROM strings WHERE hex(value) = '70F09F9880'"), 1);
     /* Bytes that are not UTF-8 are stored as they came. */
-    cr_expect_eq(tu_int(db, "SELECT COUNT(*) FROM strings WHERE hex(value) = hex(CAST(X'2F626164FFFE7C6E616D650D0A6E657874' "
-                            "AS TEXT))"),
-                 1);
+    cr_expect_eq(
+        tu_int(db, "SELECT COUNT(*) FROM strings WHERE hex(value) = hex(CAST(X'2F626164FFFE7C6E616D650D0A6E657874' "
+                   "AS TEXT))"),
+        1);
     sqlite3_close(db);
 
     /* Every JSON output stays JSON (jansson refuses invalid UTF-8 when it reads). */
-    static const char *const commands[][2] = {{"summary", NULL}, {"lifetimes", NULL}, {"resolve", NULL},
-                                              {"verify", NULL},  {"plan", NULL}};
+    static const char *const commands[][2] = {
+        {"summary", NULL}, {"lifetimes", NULL}, {"resolve", NULL}, {"verify", NULL}, {"plan", NULL}};
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
         tu_run(&r, NULL, ((const char *const[]){TU_WSTRACE, commands[i][0], trace, "--json", NULL}));
         cr_expect(r.exited && r.code == 0, "%s --json: exit %d: %s", commands[i][0], r.code, r.err);

@@ -396,14 +396,14 @@ Test(pairing, a_free_and_its_reuse_at_the_same_time_pair_by_causality)
 {
     struct spool_builder b;
     sb_init(&b, 2);
-    sb_chunk_init(&b, 0, 1, 0, 1);         /* thread 1: reuses X at 20, frees it at 30 */
+    sb_chunk_init(&b, 0, 1, 0, 1); /* thread 1: reuses X at 20, frees it at 30 */
     alloc_rec(&b, 0, 20, ADDR_X, 22, 0);
     free_rec(&b, 0, 30, ADDR_X);
-    free_rec(&b, 0, 40, ADDR_Y);           /* frees what thread 2 allocated at 40 */
+    free_rec(&b, 0, 40, ADDR_Y); /* frees what thread 2 allocated at 40 */
     sb_commit_all(&b, 0);
-    sb_chunk_init(&b, 1, 2, 0, 1);         /* thread 2: X from 10 to 20 */
+    sb_chunk_init(&b, 1, 2, 0, 1); /* thread 2: X from 10 to 20 */
     alloc_rec(&b, 1, 10, ADDR_X, 11, 0);
-    alloc_rec(&b, 1, 40, ADDR_Y, 33, 0);   /* handed to thread 1, which frees it at the same time */
+    alloc_rec(&b, 1, 40, ADDR_Y, 33, 0); /* handed to thread 1, which frees it at the same time */
     free_rec(&b, 1, 20, ADDR_X);
     sb_commit_all(&b, 1);
     /* thread 2's records must be in time order: rewrite them as 10 alloc X, 20 free X, 40 alloc Y */
