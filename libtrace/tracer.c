@@ -148,9 +148,10 @@ int ws_spool_next_chunk(struct ws_thread *t)
     struct ws_spool_header *h = header();
     int created = 0;
     if (!h) {
-        if (!g.lazy || create_child_spool(&created) != 0)
+        if (__atomic_load_n(&g.lazy, __ATOMIC_ACQUIRE) && create_child_spool(&created) != 0)
             return -1;
-        h = header();
+        if (!(h = header()))
+            return -1;
     }
     if (t->chunk && t->generation == g.generation)
         munmap(t->chunk, WS_CHUNK_BYTES);
@@ -555,9 +556,11 @@ static int open_spool(void)
     if (rc == 0 && who.use == WS_SPOOL_OTHER)
         warn("%s.spool is not the spool of a running process and is left alone; this trace goes to %s", g.base_output,
              own);
-    else if (rc == 0 && who.use != WS_SPOOL_ABSENT)
+    else if (rc == 0 && who.use != WS_SPOOL_ABSENT && who.pid)
         warn("%s is being traced by process %llu; this trace goes to %s", g.base_output, (unsigned long long)who.pid,
              own);
+    else if (rc == 0 && who.use != WS_SPOOL_ABSENT)
+        warn("%s is being traced by another process; this trace goes to %s", g.base_output, own);
     if (rc == 0)
         return 0;
     warn("cannot write the trace spool %s.spool: %s; the program runs untraced", trying,
@@ -606,14 +609,14 @@ static void after_fork_child(void)
     g.generation++;
     g.owner = getpid();
     g.start_ticks = ws_proc_start_ticks(g.owner, NULL);
-    g.stopped = 0;
-    g.loss = LOSS_NONE;
-    g.retry_at = 0;
+    __atomic_store_n(&g.stopped, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&g.loss, LOSS_NONE, __ATOMIC_RELAXED);
+    __atomic_store_n(&g.retry_at, 0, __ATOMIC_RELAXED);
     pthread_mutex_init(&g.lazy_lock, NULL); /* another thread of the parent may have held it */
     char own[PATH_MAX + 64];
     snprintf(own, sizeof own, "%s.%ld", g.base_output, (long)getpid());
     set_paths(own);
-    g.lazy = 1;
+    __atomic_store_n(&g.lazy, 1, __ATOMIC_RELEASE);
 }
 
 /* The slow path of a forked child's first record (ws_spool_next_chunk). */
@@ -636,7 +639,7 @@ static int create_child_spool(int *created)
         }
         if (rc != 0)
             __atomic_store_n(&ws_enabled, 0, __ATOMIC_RELEASE);
-        g.lazy = 0;
+        __atomic_store_n(&g.lazy, 0, __ATOMIC_RELEASE);
     }
     pthread_mutex_unlock(&g.lazy_lock);
     return rc;
