@@ -6,8 +6,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include "spool_files.h"
 
 static int open_temp(struct ws_outfile *o, char *err, size_t errlen)
 {
@@ -26,6 +29,7 @@ static int open_temp(struct ws_outfile *o, char *err, size_t errlen)
             saved = errno;
             continue;
         }
+        flock(fd, LOCK_EX | LOCK_NB); /* held while written: see ws_temp_remove_stale() */
         if ((o->fp = fdopen(fd, "w")) != NULL) {
             o->owned = 1;
             return 0;
@@ -74,6 +78,7 @@ int ws_outfile_open(struct ws_outfile *o, const char *path, char *err, size_t er
      * /dev/null or writing through a planted link would touch a file nobody asked to write. */
     if (check_regular(path, err, errlen) != 0)
         return -1;
+    ws_temp_remove_stale(path); /* what a killed command left: PATH.tmp.<pid>.<k> */
     return open_temp(o, err, errlen);
 }
 

@@ -252,3 +252,32 @@ Test(cli, sizes_that_overflow_refuse_the_trace)
     cr_expect_not_null(strstr(r.err, "negative"), "%s", r.err);
     tu_result_free(&r);
 }
+
+/* A temporary file that a killed command left beside its output is removed by the next command
+ * that writes there; one that a running process writes is left alone. */
+Test(cli, temporary_files_of_killed_commands_are_removed)
+{
+    char trace[512], out[512], stale[600], live[600];
+    tu_path(trace, sizeof trace, "t.db");
+    tu_path(out, sizeof out, "out.json");
+    make_trace(trace);
+    pid_t child = fork();
+    if (child == 0)
+        _exit(0);
+    cr_assert_eq(waitpid(child, NULL, 0), child);
+    snprintf(stale, sizeof stale, "%s.tmp.%ld.0", out, (long)child);  /* its writer is gone */
+    snprintf(live, sizeof live, "%s.tmp.%ld.0", out, (long)getpid()); /* its writer runs */
+    FILE *f = fopen(stale, "w");
+    cr_assert_not_null(f);
+    fclose(f);
+    f = fopen(live, "w");
+    cr_assert_not_null(f);
+    fclose(f);
+    struct tu_result r;
+    run(&r, WSTRACE("export", trace, "-o", out));
+    cr_expect(r.exited && r.code == 0, "export: exit %d: %s", r.code, r.err);
+    tu_result_free(&r);
+    cr_expect_not(tu_exists(stale), "the stale temporary file is still there");
+    cr_expect(tu_exists(live), "a running process's temporary file was removed");
+    cr_expect(tu_exists(out));
+}
