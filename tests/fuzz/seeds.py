@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Write the seed corpora of the harnesses in tests/fuzz (run from anywhere; rewrites corpus/).
 
-fuzz_spool inputs follow the compact form described at the top of fuzz_spool.c; the records use
+fuzz_spool inputs follow the compact form described in spool_input.h; the records use
 the layout of common/spool_format.h.  The CSV and estimates seeds are small hand-written files
 that reach each branch of their readers.
 """
