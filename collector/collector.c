@@ -735,8 +735,8 @@ static int dispatch(struct collector *c, struct thread_state *t, const struct ws
 /*
  * Records of equal time on different threads come in thread order, which need not be the order
  * they happened in.  A free and the allocation that reused its address may carry the same time:
- * libtrace times a free before its call and an allocation after it (DESIGN.md, "Address reuse
- * across threads is ordered only by causality"), so the free is never later, but it can be equal.
+ * libtrace times a free before its call and an allocation after it (libtrace/hooks_cuda.c,
+ * FORWARD_AND_RECORD_FREE_IF), so the free is never later, but it can be equal.
  * When record r contradicts what is live (an allocation of a live address, a free of an address
  * that is not) and another thread holds, at the same time, the record of type `want` that
  * resolves it, that thread's records up to it are taken first.  Returns 1 when it did, 0 when there

@@ -93,9 +93,9 @@ static void resolve_real(void)
     } while (0)
 
 /*
- * A free's record takes its time BEFORE the real call, an allocation's AFTER it (DESIGN.md,
- * "Address reuse across threads is ordered only by causality"): the allocator may hand a freed
- * address to another thread before the freeing thread's hook runs again, and only these two
+ * A free's record takes its time BEFORE the real call, an allocation's AFTER it (address reuse
+ * across threads is ordered only by causality; README, "Reliability"): the allocator may hand a
+ * freed address to another thread before the freeing thread's hook runs again, and only these two
  * points make free-time <= reuse-time on every interleaving.  The frees below use this variant
  * of FORWARD_AND_RECORD_IF; RECORD sees the time as `before`.
  */
