@@ -288,7 +288,7 @@ static void merge_children(const char *target, const char *trace, long root, tim
         return;
     }
     const char **inputs = malloc((n + 1) * sizeof *inputs);
-    char out[PATH_MAX + 32], err[1024];
+    char out[PATH_MAX + 96], err[1024];
     snprintf(out, sizeof out, "%s.merge.%ld", target, (long)getpid());
     struct ws_merge_stats st;
     if (inputs) {

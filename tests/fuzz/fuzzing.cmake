@@ -41,3 +41,10 @@ function(ws_add_fuzzer name)
     add_test(NAME ${name}_replay COMMAND ${name}_replay ${F_CORPUS})
   endif()
 endfunction()
+
+# The form the importers' harnesses are declared in (tests/fuzz/pickle, tests/fuzz/nsys):
+# ws_add_fuzz_harness(NAME SOURCE CORPUS) is ws_add_fuzzer(fuzz_NAME ...) linked with the analyzer,
+# with room for inputs as large as whole database files.
+function(ws_add_fuzz_harness name source corpus)
+  ws_add_fuzzer(fuzz_${name} SOURCES ${source} LIBS wsanalyzer CORPUS ${corpus} MAX_LEN 262144)
+endfunction()

@@ -655,3 +655,50 @@ Test(faults, collect_options_after_the_spool)
     cr_expect(tu_exists(out));
     cr_expect_not(tu_exists(trace), "collect wrote a file it was not asked to");
 }
+
+/* Two `wstrace record` runs into one output at once, each program forking two children: each run
+ * merges its own children into its own trace (TRACE, or TRACE.<pid> for the later program) and
+ * never the other run's. */
+Test(faults, concurrent_records_merge_only_their_own_children, .timeout = 600)
+{
+    char trace[512], gate[512], go[600];
+    tu_path(trace, sizeof trace, "t.db");
+    tu_path(gate, sizeof gate, "gate");
+    cr_assert_eq(mkdir(gate, 0755), 0);
+    const char *san = tu_sanitizer_preload();
+    struct tu_proc p[2];
+    struct tu_result r[2];
+    for (int i = 0; i < 2; i++)
+        tu_start(&p[i], san ? ENV(san) : NULL,
+                 ((const char *const[]){TU_WSTRACE, "record", "-o", trace, "--", TU_PROG, "gated", gate, "fork-exit",
+                                        "2", NULL}));
+    for (int waited = 0; count_in(gate) < 2 && waited < 60000; waited++)
+        pause_ms(1);
+    cr_assert_eq(count_in(gate), 2, "not every program started");
+    snprintf(go, sizeof go, "%s/go", gate);
+    FILE *f = fopen(go, "w");
+    cr_assert_not_null(f);
+    fclose(f);
+    for (int i = 0; i < 2; i++) {
+        tu_finish(&p[i], &r[i]);
+        cr_expect(r[i].exited && r[i].code == 0, "record %d: exit %d: %s", i, r[i].code, r[i].err);
+        tu_result_free(&r[i]);
+    }
+    cr_expect_eq(count_files("t.db", ""), 2, "TRACE and one TRACE.<pid>, the children merged into each");
+    DIR *d = opendir(tu_dir());
+    cr_assert_not_null(d);
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        if (strncmp(e->d_name, "t.db", 4) != 0)
+            continue;
+        char path[600];
+        tu_path(path, sizeof path, e->d_name);
+        sqlite3 *db = tu_open(path);
+        cr_expect_eq(tu_int(db, "SELECT COUNT(*) FROM processes"), 3, "%s: a program and its two children", e->d_name);
+        cr_expect_eq(tu_int(db, "SELECT COUNT(*) FROM allocations WHERE bytes = 300"), 1, "%s", e->d_name);
+        cr_expect_eq(tu_int(db, "SELECT COUNT(*) FROM allocations WHERE bytes = 301"), 2, "%s", e->d_name);
+        cr_expect_eq(tu_int(db, "SELECT COUNT(*) FROM allocations"), 3, "%s: another run's merged in", e->d_name);
+        sqlite3_close(db);
+    }
+    closedir(d);
+}
