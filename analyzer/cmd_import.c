@@ -3,8 +3,10 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cli.h"
 #include "commands.h"
 #include "import.h"
+#include "outfile.h"
 
 static void usage(FILE *out)
 {
@@ -36,12 +38,13 @@ int cmd_import(int argc, char **argv)
     const char *output = NULL, *node = "frame";
     int c;
     optind = 0;
-    while ((c = getopt_long(argc, argv, "o:h", options, NULL)) != -1) {
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":o:h", options, NULL)) != -1) {
         switch (c) {
         case 'o': output = optarg; break;
         case 'n': node = optarg; break;
         case 'h': usage(stdout); return WS_EXIT_OK;
-        default: usage(stderr); return WS_EXIT_USAGE;
+        default: return ws_bad_option("import", c, argv);
         }
     }
     if (argc - optind != 2) {
@@ -70,6 +73,13 @@ int cmd_import(int argc, char **argv)
         return WS_EXIT_USAGE;
     }
     char err[1024];
+    const char *inputs[] = {input};
+    if (ws_check_not_input("import", output, inputs, 1) != 0)
+        return WS_EXIT_USAGE;
+    if (ws_outfile_check(output, err, sizeof err) != 0) {
+        ws_error("import: %s", err);
+        return WS_EXIT_USAGE;
+    }
     struct ws_import_stats st;
     int rc = nsys ? ws_import_nsys(input, output, &st, err, sizeof err)
                   : ws_import_torch_snapshot(input, output, rule, &st, err, sizeof err);

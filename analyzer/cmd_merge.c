@@ -3,8 +3,10 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cli.h"
 #include "commands.h"
 #include "import.h"
+#include "outfile.h"
 
 static void usage(FILE *out)
 {
@@ -27,11 +29,12 @@ int cmd_merge(int argc, char **argv)
     const char *output = NULL;
     int c;
     optind = 0;
-    while ((c = getopt_long(argc, argv, "o:h", options, NULL)) != -1) {
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":o:h", options, NULL)) != -1) {
         switch (c) {
         case 'o': output = optarg; break;
         case 'h': usage(stdout); return WS_EXIT_OK;
-        default: usage(stderr); return WS_EXIT_USAGE;
+        default: return ws_bad_option("merge", c, argv);
         }
     }
     if (!output) {
@@ -43,6 +46,12 @@ int cmd_merge(int argc, char **argv)
         return WS_EXIT_USAGE;
     }
     char err[1024];
+    if (ws_check_not_input("merge", output, (const char *const *)argv + optind, (size_t)(argc - optind)) != 0)
+        return WS_EXIT_USAGE;
+    if (ws_outfile_check(output, err, sizeof err) != 0) {
+        ws_error("merge: %s", err);
+        return WS_EXIT_USAGE;
+    }
     struct ws_merge_stats st;
     if (ws_merge_traces((const char *const *)argv + optind, (size_t)(argc - optind), output, &st, err, sizeof err) !=
         0) {

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli.h"
 #include "commands.h"
 #include "outfile.h"
 #include "progress.h"
@@ -71,6 +72,11 @@ int cmd_view(int argc, char **argv)
     char *fallback = output ? NULL : default_output(trace);
     if (!output && !fallback) {
         ws_error("view: out of memory");
+        return WS_EXIT_USAGE;
+    }
+    const char *inputs[] = {trace};
+    if (ws_check_not_input("view", output ? output : fallback, inputs, 1) != 0) {
+        free(fallback);
         return WS_EXIT_USAGE;
     }
     struct ws_outfile out = {0};

@@ -55,8 +55,7 @@ static const char *kind_of(mode_t m)
                          : "not a regular file";
 }
 
-/* Only a regular file (or a new name) is written: 0, or -1 with one line in err. */
-static int check_regular(const char *path, char *err, size_t errlen)
+int ws_outfile_check(const char *path, char *err, size_t errlen)
 {
     struct stat st;
     if (lstat(path, &st) != 0 || S_ISREG(st.st_mode))
@@ -76,7 +75,7 @@ int ws_outfile_open(struct ws_outfile *o, const char *path, char *err, size_t er
     }
     /* A link is never followed and a device, FIFO or folder never replaced: renaming over
      * /dev/null or writing through a planted link would touch a file nobody asked to write. */
-    if (check_regular(path, err, errlen) != 0)
+    if (ws_outfile_check(path, err, errlen) != 0)
         return -1;
     ws_temp_remove_stale(path); /* what a killed command left: PATH.tmp.<pid>.<k> */
     return open_temp(o, err, errlen);
@@ -99,7 +98,7 @@ int ws_outfile_close(struct ws_outfile *o, int ok, char *err, size_t errlen)
         rc = -1;
     }
     if (o->tmp) {
-        if (rc == 0 && check_regular(o->path, err, errlen) != 0)
+        if (rc == 0 && ws_outfile_check(o->path, err, errlen) != 0)
             rc = -1; /* something else took the name meanwhile */
         if (rc == 0 && rename(o->tmp, o->path) != 0) {
             snprintf(err, errlen, "%s: cannot rename the finished file into place: %s", o->path, strerror(errno));

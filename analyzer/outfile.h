@@ -19,6 +19,10 @@ struct ws_outfile {
     int owned;        /* fp was opened here */
 };
 
+/* 0 when path may be written: absent, or a regular file.  Otherwise -1 with one line in err
+ * (for commands that write their output by other means than ws_outfile). */
+int ws_outfile_check(const char *path, char *err, size_t errlen);
+
 /* 0, or -1 with one line in err. */
 int ws_outfile_open(struct ws_outfile *o, const char *path, char *err, size_t errlen);
 /* Finish: ok != 0 commits (rename), ok == 0 discards.  0, or -1 with one line in err. */

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "import.h"
+#include "spool_files.h"
 #include "tracedb.h"
 
 #define MAX_COLS 64
@@ -542,10 +543,14 @@ int ws_merge_traces(const char *const *inputs, size_t n, const char *output, str
         sqlite3_close(db);
     }
     size_t ref = align_clocks(clocks, n);
-    if (snprintf(tmp, sizeof tmp, "%s.tmp.%ld", output, (long)getpid()) >= (int)sizeof tmp) {
-        snprintf(err, errlen, "%s: path too long", output);
+    ws_temp_remove_stale(output);
+    int fd; /* a temporary name of our own, created exclusively (collector/spool_files.h) */
+    if (ws_temp_create(output, tmp, sizeof tmp, &fd) != 0) {
+        snprintf(err, errlen, "%s: cannot write the trace: %s", output, strerror(errno));
+        tmp[0] = 0;
         goto out;
     }
+    close(fd);
     if (ws_tracedb_create_bulk(tmp, &m.db, err, errlen) != 0)
         goto out;
     if (exec(&m, "CREATE TEMP TABLE map_strings(old INTEGER PRIMARY KEY, new INTEGER);"

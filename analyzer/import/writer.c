@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "import.h"
+#include "spool_files.h"
 #include "tracedb.h"
 
 static uint64_t hash_text(const char *s)
@@ -332,10 +333,13 @@ int ws_writer_open(struct ws_trace_writer *w, const char *output, char *err, siz
     w->err = err;
     w->errlen = errlen;
     err[0] = 0;
-    if (snprintf(w->tmp, sizeof w->tmp, "%s.tmp.%ld", output, (long)getpid()) >= (int)sizeof w->tmp) {
-        snprintf(err, errlen, "%s: path too long", output);
+    ws_temp_remove_stale(output);
+    int fd; /* a temporary name of our own, created exclusively (collector/spool_files.h) */
+    if (ws_temp_create(output, w->tmp, sizeof w->tmp, &fd) != 0) {
+        snprintf(err, errlen, "%s: cannot write the trace: %s", output, strerror(errno));
         return -1;
     }
+    close(fd);
     if (ws_tracedb_create_bulk(w->tmp, &w->db, err, errlen) != 0) {
         snprintf(err, errlen, "%s: cannot write the trace: %s", output, strerror(errno ? errno : EIO));
         unlink(w->tmp);
