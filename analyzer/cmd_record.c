@@ -28,23 +28,24 @@
 
 static void usage(FILE *out)
 {
-    fprintf(out,
-            "usage: wstrace record [-o TRACE] [--keep-spool] [--no-merge] [--keep-parts] [--] COMMAND [ARGS...]\n\n"
-            "Run COMMAND with libwstrace.so preloaded and write its SQLite trace: every device\n"
-            "allocation, free and kernel launch, attributed to the NVTX range (graph node) open on the\n"
-            "calling thread.  Processes it forks (or forks and execs) write TRACE.<pid>; when COMMAND\n"
-            "ends, those that have finished are merged into TRACE, one process per row of its\n"
-            "processes table; a program traced while another process traces into TRACE writes\n"
-            "TRACE.<pid> instead (one line says so).  TRACE may name a pattern: %%r the rank (RANK, OMPI_COMM_WORLD_RANK,\n"
-            "PMI_RANK, SLURM_PROCID), %%l the local rank, %%h the host, %%p the pid, %%%% a '%%'.\n"
-            "The exit status is COMMAND's.\n\n"
-            "  -o, --output TRACE  trace to write (default: wstrace.db)\n"
-            "      --keep-spool    keep TRACE.spool after it has been converted\n"
-            "      --no-merge      leave the traces of forked processes in TRACE.<pid>\n"
-            "      --keep-parts    merge, and keep the TRACE.<pid> files too\n"
-            "  -h, --help          show this help\n\n"
-            "Environment: WSTRACE_LIB overrides the path of libwstrace.so; see the README for the\n"
-            "WSTRACE_* variables the library reads.\n");
+    fprintf(
+        out,
+        "usage: wstrace record [-o TRACE] [--keep-spool] [--no-merge] [--keep-parts] [--] COMMAND [ARGS...]\n\n"
+        "Run COMMAND with libwstrace.so preloaded and write its SQLite trace: every device\n"
+        "allocation, free and kernel launch, attributed to the NVTX range (graph node) open on the\n"
+        "calling thread.  Processes it forks (or forks and execs) write TRACE.<pid>; when COMMAND\n"
+        "ends, those that have finished are merged into TRACE, one process per row of its\n"
+        "processes table; a program traced while another process traces into TRACE writes\n"
+        "TRACE.<pid> instead (one line says so).  TRACE may name a pattern: %%r the rank (RANK, OMPI_COMM_WORLD_RANK,\n"
+        "PMI_RANK, SLURM_PROCID), %%l the local rank, %%h the host, %%p the pid, %%%% a '%%'.\n"
+        "The exit status is COMMAND's.\n\n"
+        "  -o, --output TRACE  trace to write (default: wstrace.db)\n"
+        "      --keep-spool    keep TRACE.spool after it has been converted\n"
+        "      --no-merge      leave the traces of forked processes in TRACE.<pid>\n"
+        "      --keep-parts    merge, and keep the TRACE.<pid> files too\n"
+        "  -h, --help          show this help\n\n"
+        "Environment: WSTRACE_LIB overrides the path of libwstrace.so; see the README for the\n"
+        "WSTRACE_* variables the library reads.\n");
 }
 
 /* libwstrace.so beside this program (build tree and install tree: bin/../lib), else the
@@ -96,8 +97,8 @@ static int setup_environment(const char *lib, const char *trace)
         snprintf(preload, n, "%s:%s", old, lib);
     else
         snprintf(preload, n, "%s", lib);
-    /* A new trace: not a process started by a traced one (libtrace/tracer.c, WSTRACE_SESSION). */
-    int rc = setenv("LD_PRELOAD", preload, 1) | setenv("WSTRACE_OUTPUT", trace, 1) | unsetenv("WSTRACE_SESSION");
+    /* A new trace: not a process started by a traced one (libtrace/tracer.c, WSTRACE_OWNER). */
+    int rc = setenv("LD_PRELOAD", preload, 1) | setenv("WSTRACE_OUTPUT", trace, 1) | unsetenv("WSTRACE_OWNER");
     free(preload);
     return rc ? -1 : 0;
 }

@@ -37,7 +37,7 @@ enum loss { LOSS_NONE, LOSS_LIMIT, LOSS_FSIZE, LOSS_SPACE, LOSS_MAP };
 #define RETRY_LOST 4096u
 
 /* Set for the processes a traced process starts: "PID:OUTPUT" of the process that owns OUTPUT. */
-#define SESSION_VAR "WSTRACE_SESSION"
+#define OWNER_VAR "WSTRACE_OWNER"
 
 typedef void (*exit_fn)(int) __attribute__((noreturn));
 
@@ -312,7 +312,7 @@ static int read_config(void)
     char named[PATH_MAX], bad;
     if (ws_expand_output_name(out, (long)getpid(), named, sizeof named, &bad) != 0) {
         warn("WSTRACE_OUTPUT '%s' is not a usable name (%s); tracing is off for this process", out,
-                  bad ? "use %r, %l, %h, %p or %%" : "too long or a trailing %");
+             bad ? "use %r, %l, %h, %p or %%" : "too long or a trailing %");
         return -1;
     }
     out = named;
@@ -518,7 +518,7 @@ static int check_output(const char *output)
  * the environment traces into OUTPUT.<pid>: OUTPUT belongs to the process that started it all. */
 static int started_by_traced_process(void)
 {
-    const char *v = getenv(SESSION_VAR);
+    const char *v = getenv(OWNER_VAR);
     if (!v || !*v)
         return 0;
     char *end;
@@ -541,9 +541,9 @@ static int open_spool(void)
             return -1;
         rc = claim(g.base_output, &who);
         if (rc == 0) {
-            char session[PATH_MAX + 32];
-            snprintf(session, sizeof session, "%ld:%s", (long)getpid(), g.base_output);
-            setenv(SESSION_VAR, session, 1);
+            char owner[PATH_MAX + 32];
+            snprintf(owner, sizeof owner, "%ld:%s", (long)getpid(), g.base_output);
+            setenv(OWNER_VAR, owner, 1);
             return 0;
         }
     }

@@ -41,7 +41,7 @@ trap cleanup EXIT
 
 # A traced run: the preload and what the trial sets.  A command, not a function, so that a run in
 # the background is the program itself ($! is its pid).
-traced=(env -u WSTRACE_SESSION LD_PRELOAD="$lib")
+traced=(env -u WSTRACE_OWNER LD_PRELOAD="$lib")
 q() { sqlite3 -batch -noheader "$1" "$2" 2>/dev/null; }
 kv() { sed -n "s/^$2=//p" "$1" | head -1; }
 pause() { sleep "$(printf '0.%03d' $((RANDOM % 1000 * $1 / 1000)))"; } # 0 to $1 ms

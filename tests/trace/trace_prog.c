@@ -630,7 +630,7 @@ static int mode_exec_second(void)
     return 0;
 }
 
-/* fork + exec, as a program starts a helper process. */
+/* fork + exec, as a program starts another program. */
 static int mode_spawn(void)
 {
     void *p;

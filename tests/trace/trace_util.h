@@ -1,4 +1,4 @@
-/* Helpers of the tracer tests: a temporary folder per test, running programs with a clean
+/* What the tracer tests share: a temporary folder per test, running programs with a clean
  * environment (optionally under libwstrace.so), and SQL on the traces they leave. */
 #ifndef WS_TRACE_UTIL_H
 #define WS_TRACE_UTIL_H
