@@ -57,10 +57,11 @@ static int parse_lifetimes(int argc, char **argv, struct lifetimes_options *o)
 
 static json_t *lifetime_json(const struct ws_analysis *an, const struct ws_lifetime *a)
 {
-    return json_pack("{s:I, s:o, s:s, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:I}", "allocation_id",
+    return json_pack("{s:I, s:o, s:s, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:I}", "allocation_id",
                      (json_int_t)a->allocation_id, "run_id",
                      a->run < 0 ? json_null() : json_integer(an->runs[a->run].id), "class", ws_class_name(a->cls),
-                     "node", a->node < 0 ? json_null() : ws_json_text(an->nodes[a->node].name), "alloc_step",
+                     "node", a->node < 0 ? json_null() : ws_json_text(an->nodes[a->node].name), "range_id",
+                     a->owner < 0 ? json_null() : json_integer(an->ranges[a->owner].id), "alloc_step",
                      ws_json_bytes(a->alloc_step), "free_step", ws_json_bytes(a->free_step), "alloc_seq",
                      ws_json_bytes(a->alloc_seq), "start_event", ws_json_bytes(a->start_event), "end_event",
                      ws_json_bytes(a->end_event), "slot", ws_json_bytes(a->slot), "bytes", (json_int_t)a->bytes);

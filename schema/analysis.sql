@@ -1,41 +1,60 @@
--- Result tables written back into a trace by the analysis commands (schema version 1).
--- Each command creates its tables if missing and replaces its own rows when re-run.
--- Documented in schema/README.md.
+-- Result tables written back into a trace by the analysis commands (result tables version 2).
+-- Each command creates its tables if missing and replaces its own rows when re-run; lifetimes,
+-- resolutions and verifications are dropped and created again, so a trace analysed by an older
+-- version gets these columns.  Documented in schema/README.md.
 
 -- wstrace lifetimes: one row per successful device/managed allocation.
 CREATE TABLE IF NOT EXISTS lifetimes (
     allocation_id INTEGER PRIMARY KEY REFERENCES allocations(id),
     run_id        INTEGER REFERENCES runs(id),      -- NULL outside every run
     class         TEXT NOT NULL,                    -- workspace | activation | persistent | unattributed
-    node_name_id  INTEGER REFERENCES strings(id),   -- node that allocated (NULL: unattributed)
-    alloc_step    INTEGER,  -- 0-based index of the allocating node occurrence within its run
+    node_name_id  INTEGER REFERENCES strings(id),   -- node of the owning occurrence (NULL: unattributed)
+    range_id      INTEGER REFERENCES ranges(id),    -- the owning occurrence: the allocating range, or the
+                                                    -- enclosing range of a node that declared workspace
+    alloc_step    INTEGER,  -- 0-based index of the owning node occurrence within its run
     free_step     INTEGER,  -- index of the node occurrence that freed it; NULL if not freed in the run
     alloc_seq     INTEGER,  -- 0-based ordinal of this allocation among the run's allocations
     start_event   INTEGER,  -- index of the allocation among the run's allocation and free events
     end_event     INTEGER,  -- index of the free among the same events; NULL if not freed in the run
-    slot          INTEGER,  -- workspace: ordinal of the allocation inside its node occurrence
+    slot          INTEGER,  -- workspace: ordinal among the occurrence's workspace on the same device
+                            -- (NULL for a zero-byte request)
     bytes         INTEGER NOT NULL
 );
 
--- wstrace resolve: one row per node name.
+-- wstrace resolve: one row per node, in two ledgers that are never added together.
 CREATE TABLE IF NOT EXISTS resolutions (
-    node_name_id   INTEGER PRIMARY KEY REFERENCES strings(id),
-    profile_bytes  INTEGER,   -- observed workspace (peak concurrently live inside the node, max over runs); NULL if none
-    estimate_bytes INTEGER,   -- Level-1 estimate (sum over slots); NULL if none
-    output_bytes   INTEGER,   -- activation bytes the node produced (max over runs)
-    resolved_bytes INTEGER NOT NULL,
-    source         TEXT NOT NULL -- estimator | profile | max | fallback
+    node_name_id           INTEGER PRIMARY KEY REFERENCES strings(id),
+    executed               INTEGER NOT NULL, -- 1: ran inside a run (ONNX Runtime records it)
+    estimate_bytes         INTEGER,          -- Level 1, sum over slots; input of both ledgers; NULL: none
+    -- the planner's ledger: workspace to reserve
+    planner_profile_bytes  INTEGER,          -- peak live workspace in one occurrence; NULL: never ran
+    planner_bytes          INTEGER,          -- max(profile, estimate); NULL: unknown
+    planner_source         TEXT NOT NULL,    -- estimator | profile | max | unknown
+    -- ONNX Runtime's ledger: the cost IResourceAccountant charges
+    ort_mode               TEXT NOT NULL,    -- stats (the trace as NodeStatsRecorder file) | ad-hoc
+    ort_input_bytes        INTEGER,          -- input_sizes (estimates file); NULL: not given
+    ort_initializer_bytes  INTEGER,          -- initializer bytes (estimates file, ad-hoc only)
+    ort_output_bytes       INTEGER,          -- statically known output bytes (estimates file)
+    ort_dynamic_bytes      INTEGER,          -- total_dynamic_sizes: outputs allocated in one occurrence
+    ort_temp_bytes         INTEGER,          -- total_temp_allocations: workspace requested, summed
+    ort_workspace_bytes    INTEGER NOT NULL, -- the workspace part of the cost
+    ort_cost_bytes         INTEGER NOT NULL, -- the charge
+    ort_source             TEXT NOT NULL     -- profile | profile+estimator | not-profiled | estimator | fallback
 );
 
--- wstrace verify: one row per node name and workspace slot.
+-- wstrace verify: one row per node, shape key, device and workspace slot.
 CREATE TABLE IF NOT EXISTS verifications (
-    node_name_id   INTEGER NOT NULL REFERENCES strings(id),
-    slot           INTEGER NOT NULL,
-    level1_bytes   INTEGER,
-    level2_bytes   INTEGER,
-    observed_bytes INTEGER,
-    verdict        TEXT NOT NULL, -- ok | over-reservation | under-declared | idle-reservation | undeclared | unavailable
-    PRIMARY KEY (node_name_id, slot)
+    node_name_id    INTEGER NOT NULL REFERENCES strings(id),
+    shape_key_id    INTEGER REFERENCES strings(id), -- NULL: outside runs, or runs without a key
+    device          INTEGER,                        -- NULL: not known (the occurrence allocated nothing)
+    slot            INTEGER NOT NULL,
+    level1_bytes    INTEGER,
+    level2_bytes    INTEGER,
+    observed_bytes  INTEGER,          -- largest footprint in the slot (region offset + bytes)
+    region_overflow INTEGER NOT NULL DEFAULT 0, -- 1: an allocation was larger than its region or slot
+    tactic_kind     TEXT,             -- of the Level-2 declaration: cached | cached-free | miss
+    tactic          TEXT,
+    verdict         TEXT NOT NULL     -- see docs/analysis.md
 );
 
 -- wstrace plan: one plan per shape key (the first complete run of that key is planned).

@@ -294,6 +294,24 @@ JOIN ranges r ON r.name_id = s.id
 LEFT JOIN allocations a ON a.range_id = r.id AND a.status = 0 AND a.memory IN ('device', 'managed')
 GROUP BY s.id;
 
+-- Version 2: what wstrace_declare adds to a declaration (device, tactic, regions of a root).
+-- Declarations made with the older calls have no row here.
+CREATE TABLE declaration_details (
+    declaration_id INTEGER PRIMARY KEY REFERENCES declarations(id),
+    device         INTEGER,                       -- CUDA device ordinal; NULL: any device
+    tactic_id      INTEGER REFERENCES strings(id), -- the tactic's name; NULL: none given
+    tactic_kind    TEXT                           -- NULL | cached | cached-free | miss
+);
+
+CREATE TABLE declaration_regions (
+    declaration_id INTEGER NOT NULL REFERENCES declarations(id),
+    ordinal        INTEGER NOT NULL,               -- 0, 1, ... in the order declared
+    name_id        INTEGER REFERENCES strings(id),
+    offset         INTEGER NOT NULL,               -- from the start of the slot's root
+    bytes          INTEGER NOT NULL,
+    PRIMARY KEY (declaration_id, ordinal)
+) WITHOUT ROWID;
+
 PRAGMA user_version = 2;
 
 -- @indexes: created after the tables are filled (the collector loads first, then indexes).

@@ -100,6 +100,71 @@ void tb_decl(sqlite3 *db, int level, int64_t name_id, int64_t slot, int64_t byte
               4, v);
 }
 
+int64_t tb_declare(sqlite3 *db, int level, int64_t name_id, int64_t slot, int64_t bytes, int64_t run_id)
+{
+    int64_t v[] = {level, name_id, slot, bytes, run_id};
+    exec_ints(db,
+              "INSERT INTO declarations(level, node_name_id, slot, bytes, alignment, thread_id, run_id, ns)"
+              " VALUES (?1, ?2, ?3, ?4, 256, 1, ?5, 0)",
+              5, v);
+    return sqlite3_last_insert_rowid(db);
+}
+
+/* A string's id, interned like the collector does. */
+static int64_t tb_intern(sqlite3 *db, const char *value)
+{
+    sqlite3_stmt *st = NULL;
+    cr_assert_eq(sqlite3_prepare_v2(db, "INSERT OR IGNORE INTO strings(value) VALUES (?1)", -1, &st, NULL), SQLITE_OK);
+    sqlite3_bind_text(st, 1, value, -1, SQLITE_STATIC);
+    cr_assert_eq(sqlite3_step(st), SQLITE_DONE, "%s", sqlite3_errmsg(db));
+    sqlite3_finalize(st);
+    cr_assert_eq(sqlite3_prepare_v2(db, "SELECT id FROM strings WHERE value = ?1", -1, &st, NULL), SQLITE_OK);
+    sqlite3_bind_text(st, 1, value, -1, SQLITE_STATIC);
+    cr_assert_eq(sqlite3_step(st), SQLITE_ROW);
+    int64_t id = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    return id;
+}
+
+void tb_decl_details(sqlite3 *db, int64_t decl_id, int64_t device, const char *tactic, const char *kind)
+{
+    sqlite3_stmt *st = NULL;
+    int64_t tactic_id = tactic ? tb_intern(db, tactic) : NONE;
+    cr_assert_eq(sqlite3_prepare_v2(db,
+                                    "INSERT INTO declaration_details(declaration_id, device, tactic_id, tactic_kind)"
+                                    " VALUES (?1, ?2, ?3, ?4)",
+                                    -1, &st, NULL),
+                 SQLITE_OK);
+    bind_value(st, 1, decl_id);
+    bind_value(st, 2, device);
+    bind_value(st, 3, tactic_id);
+    if (kind)
+        sqlite3_bind_text(st, 4, kind, -1, SQLITE_STATIC);
+    cr_assert_eq(sqlite3_step(st), SQLITE_DONE, "%s", sqlite3_errmsg(db));
+    sqlite3_finalize(st);
+}
+
+void tb_region(sqlite3 *db, int64_t decl_id, int64_t ordinal, const char *name, int64_t offset, int64_t bytes)
+{
+    int64_t v[] = {decl_id, ordinal, tb_intern(db, name), offset, bytes};
+    exec_ints(db,
+              "INSERT INTO declaration_regions(declaration_id, ordinal, name_id, offset, bytes)"
+              " VALUES (?1, ?2, ?3, ?4, ?5)",
+              5, v);
+}
+
+void tb_alloc_on(sqlite3 *db, int64_t id, int64_t bytes, int64_t range_id, int64_t run_id, int64_t alloc_ns,
+                 int64_t free_ns, int64_t free_range_id, int64_t device)
+{
+    int64_t v[] = {id, bytes, range_id, run_id, alloc_ns, free_ns, free_range_id, device};
+    exec_ints(db,
+              "INSERT INTO allocations(id, api, memory, device, address, requested_bytes, bytes, status, thread_id,"
+              " range_id, run_id, alloc_ns, free_ns, free_api, free_thread_id, free_range_id)"
+              " VALUES (?1, 'cudaMalloc', 'device', ?8, 4096 * ?1, ?2, ?2, 0, 1, ?3, ?4, ?5, ?6,"
+              " CASE WHEN ?6 IS NULL THEN NULL ELSE 'cudaFree' END, CASE WHEN ?6 IS NULL THEN NULL ELSE 1 END, ?7)",
+              8, v);
+}
+
 void tb_sql(sqlite3 *db, const char *sql)
 {
     char err[512];

@@ -24,6 +24,14 @@ void tb_range(sqlite3 *db, int64_t id, int64_t name_id, int64_t parent_id, int d
 void tb_alloc(sqlite3 *db, int64_t id, int64_t bytes, int64_t range_id, int64_t run_id, int64_t alloc_ns,
               int64_t free_ns, int64_t free_range_id);
 void tb_decl(sqlite3 *db, int level, int64_t name_id, int64_t slot, int64_t bytes);
+/* A declaration made inside run_id (NONE: outside every run); returns its id. */
+int64_t tb_declare(sqlite3 *db, int level, int64_t name_id, int64_t slot, int64_t bytes, int64_t run_id);
+/* Its details (schema version 2): device (NONE: any), tactic name (NULL) and kind (NULL). */
+void tb_decl_details(sqlite3 *db, int64_t decl_id, int64_t device, const char *tactic, const char *kind);
+void tb_region(sqlite3 *db, int64_t decl_id, int64_t ordinal, const char *name, int64_t offset, int64_t bytes);
+/* A successful device allocation on a given device. */
+void tb_alloc_on(sqlite3 *db, int64_t id, int64_t bytes, int64_t range_id, int64_t run_id, int64_t alloc_ns,
+                 int64_t free_ns, int64_t free_range_id, int64_t device);
 void tb_sql(sqlite3 *db, const char *sql);
 void tb_write_file(const char *path, const char *text);
 
