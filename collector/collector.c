@@ -40,6 +40,8 @@ enum {
     ST_RANGE_ATTRS,
     ST_MARK_ATTRS,
     ST_META,
+    ST_DECL_DETAIL,
+    ST_DECL_REGION,
     ST_COUNT
 };
 
@@ -99,6 +101,10 @@ static const char *const statement_sql[ST_COUNT] = {
                   "VALUES (?1,?2,?3,?4,?5)",
     [ST_ALLOC_NAME] = "INSERT OR REPLACE INTO allocation_names(allocation_id, name_id, category) VALUES (?1,?2,?3)",
     [ST_META] = "INSERT OR REPLACE INTO meta(key, value) VALUES (?1, ?2)",
+    [ST_DECL_DETAIL] = "INSERT INTO declaration_details(declaration_id, device, tactic_id, tactic_kind) "
+                       "VALUES (?1,?2,?3,?4)",
+    [ST_DECL_REGION] = "INSERT OR REPLACE INTO declaration_regions(declaration_id, ordinal, name_id, offset, bytes) "
+                       "VALUES (?1,?2,?3,?4,?5)",
 };
 
 /* NVTX event attributes as the tracer packs them (spool_format.h): status, u4, u5. */
@@ -119,7 +125,9 @@ struct thread_state {
     int64_t id;
     uint64_t os_tid, first_ns, last_ns;
     int64_t name_id;
-    uint32_t image; /* exec count of the image that wrote this part: NVTX handles are per image */
+    uint32_t image;           /* exec count of the image that wrote this part: NVTX handles are per image */
+    int64_t last_declaration; /* declarations.id of the thread's last WS_REC_DECLARE2: its regions follow */
+    uint64_t regions_due;     /* regions that declaration announced and that have not arrived yet */
     struct open_range *stack;
     size_t depth, cap;
 };
@@ -1248,6 +1256,73 @@ static int on_declaration(struct collector *c, struct thread_state *t, const str
     return step(c, ST_DECL);
 }
 
+/* The tactic kinds of include/wstrace.h, as the declaration_details table spells them. */
+static const char *tactic_kind_name(unsigned kind)
+{
+    static const char *const names[] = {NULL, "cached", "cached-free", "miss"};
+    return kind < sizeof names / sizeof names[0] ? names[kind] : "unknown";
+}
+
+/* WS_REC_DECLARE2: a declarations row, then its details; the node and the tactic share the string. */
+static int on_declaration2(struct collector *c, struct thread_state *t, const struct ws_rec *r)
+{
+    size_t n;
+    const char *p = ws_rec_text(r, &n);
+    size_t node_len = strnlen(p, n);
+    int level = (int)(r->u[4] & 0xffu);
+    int32_t device = (int32_t)(uint32_t)(r->u[4] >> 32);
+    int64_t node = intern(c, p, node_len), tactic = 0;
+    if (node < 0)
+        return -1;
+    if (node_len + 1 < n && (tactic = intern(c, p + node_len + 1, n - node_len - 1)) < 0)
+        return -1;
+    sqlite3_stmt *s = c->st[ST_DECL];
+    sqlite3_bind_int(s, 1, level);
+    sqlite3_bind_int64(s, 2, node);
+    sqlite3_bind_int64(s, 3, (int64_t)r->u[0]);
+    sqlite3_bind_int64(s, 4, (int64_t)r->u[2]);
+    sqlite3_bind_int64(s, 5, (int64_t)r->u[3]);
+    sqlite3_bind_int64(s, 6, t->id);
+    bind_opt(s, 7, current_range(t));
+    bind_opt(s, 8, current_run(c));
+    sqlite3_bind_int64(s, 9, (int64_t)r->ns);
+    if (step(c, ST_DECL) != 0)
+        return -1;
+    t->last_declaration = sqlite3_last_insert_rowid(c->db);
+    t->regions_due = r->u[5];
+    s = c->st[ST_DECL_DETAIL];
+    sqlite3_bind_int64(s, 1, t->last_declaration);
+    if (device < 0)
+        sqlite3_bind_null(s, 2);
+    else
+        sqlite3_bind_int(s, 2, device);
+    bind_opt(s, 3, tactic);
+    const char *kind = tactic_kind_name((unsigned)(r->u[4] >> 8) & 0xffu);
+    if (kind)
+        sqlite3_bind_text(s, 4, kind, -1, SQLITE_STATIC);
+    else
+        sqlite3_bind_null(s, 4);
+    return step(c, ST_DECL_DETAIL);
+}
+
+/* WS_REC_REGION: belongs to the thread's last declaration, when that one announced it. */
+static int on_declared_region(struct collector *c, struct thread_state *t, const struct ws_rec *r)
+{
+    if (t->last_declaration <= 0 || t->regions_due == 0)
+        return 0; /* its declaration was lost: a region of nothing */
+    t->regions_due--;
+    int64_t name = intern_rec(c, r);
+    if (name < 0)
+        return -1;
+    sqlite3_stmt *s = c->st[ST_DECL_REGION];
+    sqlite3_bind_int64(s, 1, t->last_declaration);
+    sqlite3_bind_int64(s, 2, (int64_t)r->u[3]);
+    sqlite3_bind_int64(s, 3, name);
+    sqlite3_bind_int64(s, 4, (int64_t)r->u[0]);
+    sqlite3_bind_int64(s, 5, (int64_t)r->u[2]);
+    return step(c, ST_DECL_REGION);
+}
+
 static int on_mark(struct collector *c, struct thread_state *t, const struct ws_rec *r)
 {
     int64_t name = range_name(c, t, r, r->u[3]), domain = domain_row(c, t, r->u[0]);
@@ -1356,6 +1431,8 @@ static int dispatch(struct collector *c, struct thread_state *t, const struct ws
     case WS_REC_MEM_RESIZE: return on_region_resize(c, t, r);
     case WS_REC_MEM_UNREGISTER: return on_region_unregister(c, t, r);
     case WS_REC_MEM_NAME: return on_memory_name(c, t, r);
+    case WS_REC_DECLARE2: return on_declaration2(c, t, r);
+    case WS_REC_REGION: return on_declared_region(c, t, r);
     case WS_REC_NONE:
     case WS_REC_TYPE_COUNT: break;
     }

@@ -39,8 +39,9 @@ static int check_header(const struct ws_spool *s, const char *path, char *err, s
         snprintf(err, errlen, "%s: not a wstrace spool", path);
         return -1;
     }
-    if (h->version != WS_SPOOL_VERSION || h->chunk_bytes != WS_CHUNK_BYTES || h->rec_bytes != WS_REC_BYTES ||
-        h->header_bytes != WS_SPOOL_HEADER_BYTES) {
+    /* Every version up to ours: version 2 only added record types. */
+    if (h->version == 0 || h->version > WS_SPOOL_VERSION || h->chunk_bytes != WS_CHUNK_BYTES ||
+        h->rec_bytes != WS_REC_BYTES || h->header_bytes != WS_SPOOL_HEADER_BYTES) {
         snprintf(err, errlen, "%s: spool format version %u is not supported by this wstrace (%u)", path, h->version,
                  WS_SPOOL_VERSION);
         return -1;

@@ -15,7 +15,7 @@
 #include <stdint.h>
 
 #define WS_SPOOL_MAGIC        "WSSPOOL1"
-#define WS_SPOOL_VERSION      2u
+#define WS_SPOOL_VERSION      2u /* 2: NVTX attributes and memory extension; declarations with details */
 #define WS_SPOOL_HEADER_BYTES 4096u
 #define WS_CHUNK_BYTES        (256u * 1024u)
 #define WS_REC_BYTES          64u
@@ -53,6 +53,12 @@ enum ws_rec_type {
     WS_REC_MEM_UNREGISTER, /* u0=domain, u3=address */
     WS_REC_MEM_NAME,       /* u0=domain, u1=string length, u2=registered handle, u3=address (or heap handle when u4=1),
                               u5=category, string */
+    /* wstrace_declare: u0=slot, u1=string length (node, NUL, tactic), u2=bytes, u3=alignment,
+     * u4=level | tactic kind << 8 | (uint32_t)device << 32 (device -1: any), u5=regions that follow */
+    WS_REC_DECLARE2,
+    /* one region of the thread's last WS_REC_DECLARE2: u0=offset, u1=string length (name),
+     * u2=bytes, u3=ordinal, string */
+    WS_REC_REGION,
     WS_REC_TYPE_COUNT
 };
 

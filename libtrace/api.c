@@ -54,6 +54,51 @@ static void declare_workspace(const char *node, uint32_t slot, uint64_t bytes, u
     string_event(WS_REC_DECLARE, node, slot, bytes, alignment);
 }
 
+/* DECLARE2: the node then the tactic, one NUL between; each region follows as its own record. */
+static void declare(const struct wstrace_workspace *w)
+{
+    char buf[WS_MAX_STRING];
+    const char *tactic = w->tactic ? w->tactic : "";
+    size_t nlen = strlen(w->node), tlen = strlen(tactic);
+    if (nlen > WS_MAX_STRING - 1)
+        nlen = WS_MAX_STRING - 1;
+    if (nlen + 1 + tlen > sizeof buf)
+        tlen = sizeof buf - nlen - 1;
+    memcpy(buf, w->node, nlen);
+    buf[nlen] = '\0';
+    memcpy(buf + nlen + 1, tactic, tlen);
+    uint32_t nregions = w->regions ? w->nregions : 0;
+    if (nregions > WSTRACE_MAX_REGIONS)
+        nregions = WSTRACE_MAX_REGIONS;
+    if (!ws_hook_enter())
+        return;
+    int saved = errno;
+    uint32_t n;
+    struct ws_rec *r = ws_rec_string(WS_REC_DECLARE2, buf, nlen + 1 + tlen, &n);
+    if (r) {
+        r->api = WS_API_wstrace;
+        r->u[0] = w->slot;
+        r->u[2] = w->bytes;
+        r->u[3] = w->alignment;
+        r->u[4] = (uint64_t)(w->level & 0xffu) | (uint64_t)(w->tactic_kind & 0xffu) << 8 |
+                  (uint64_t)(uint32_t)w->device << 32;
+        r->u[5] = nregions;
+        ws_rec_commit(n);
+    }
+    for (uint32_t i = 0; r && i < nregions; i++) {
+        const struct wstrace_region *g = &w->regions[i];
+        struct ws_rec *q = ws_rec_with_string(WS_REC_REGION, g->name, &n);
+        if (!q)
+            break;
+        q->api = WS_API_wstrace;
+        q->u[0] = g->offset;
+        q->u[2] = g->bytes;
+        q->u[3] = i;
+        ws_rec_commit(n);
+    }
+    ws_hook_leave(saved);
+}
+
 /* META: the string is key then value; u0 is the key's length. */
 static void metadata(const char *key, const char *value)
 {
@@ -87,6 +132,7 @@ static const struct wstrace_api_v1 api_v1 = {
     .estimate_workspace = estimate_workspace,
     .declare_workspace = declare_workspace,
     .metadata = metadata,
+    .declare = declare,
 };
 
 WS_EXPORT const struct wstrace_api_v1 *wstrace_get_api_v1(void) { return ws_enabled ? &api_v1 : NULL; }
