@@ -5,11 +5,14 @@
  */
 #include "wskernels.h"
 
+#include <math.h>
 #include <string.h>
 
 /* Envelopes evaluate every shape up to the maximum; above this many evaluations they fall back
  * to a bound that holds for every shape (still safe, possibly loose). */
 #define ENVELOPE_MAX_EVALS (1u << 24)
+/* Each attention shape costs up to WSK_FLASH_MAX_SPLITS steps of the split rule. */
+#define ATTN_ENVELOPE_MAX_EVALS (1u << 18)
 
 static bool mul3(uint64_t a, uint64_t b, uint64_t c, uint64_t *out)
 {
@@ -126,48 +129,174 @@ enum wsk_status wsk_matmul_level1(const struct wsk_matmul_attrs *a, uint64_t max
     return WSK_OK;
 }
 
+/* ---- the flash-decoding split rule ---- */
+
+uint64_t wsk_flash_kv_block(uint64_t head_size) { return head_size <= 64 ? 256 : head_size <= 128 ? 128 : 64; }
+
+/* s splits of `blocks` KV blocks are worth considering when they change the blocks per split:
+ * 64 blocks over 12 splits leave the twelfth empty, which is 11 splits again. */
+static bool split_eligible(uint64_t blocks, uint64_t s)
+{
+    return s == 1 || ceil_div(blocks, s) != ceil_div(blocks, s - 1);
+}
+
+/* Waves of thread blocks in single precision, as the runtime computes them. */
+static float split_efficiency(uint64_t work, uint64_t s, uint32_t sm_count)
+{
+    float waves = (float)(work * s) / (float)sm_count;
+    return waves / ceilf(waves);
+}
+
+/* The smallest eligible split count within 85 % of the best efficiency.  The runtime compares
+ * with the unsuffixed literal 0.85, so the best efficiency is promoted to double: comparing in
+ * single precision picks fewer splits at some boundaries (17 instead of 20 for B=1, 1 head of 64,
+ * 24 SMs, 24,577 positions). */
+static uint32_t best_split(uint64_t work, uint64_t blocks, uint32_t sm_count, uint64_t max_splits)
+{
+    float best = 0.0f;
+    for (uint64_t s = 1; s <= max_splits; s++)
+        if (split_eligible(blocks, s) && split_efficiency(work, s, sm_count) > best)
+            best = split_efficiency(work, s, sm_count);
+    for (uint64_t s = 1; s <= max_splits; s++)
+        if (split_eligible(blocks, s) && split_efficiency(work, s, sm_count) >= 0.85 * (double)best)
+            return (uint32_t)s;
+    return 1;
+}
+
+enum wsk_status wsk_flash_num_splits(uint64_t batch, uint64_t seqlen_q, uint64_t kv_len, uint64_t heads,
+                                     uint64_t head_size, uint32_t sm_count, uint32_t *splits)
+{
+    *splits = 1;
+    if (batch == WSK_DIM_UNKNOWN || seqlen_q == WSK_DIM_UNKNOWN || kv_len == WSK_DIM_UNKNOWN ||
+        heads == WSK_DIM_UNKNOWN || head_size == WSK_DIM_UNKNOWN)
+        return WSK_UNAVAILABLE;
+    uint64_t work, blocks = ceil_div(kv_len, wsk_flash_kv_block(head_size));
+    if (!mul3(batch, heads, ceil_div(seqlen_q, WSK_FLASH_BLOCK_M), &work) || work > UINT32_MAX)
+        return WSK_UNAVAILABLE;
+    /* Nothing to spread (an empty batch, no device): one split, as the runtime does. */
+    if (work == 0 || sm_count == 0 || (float)work >= 0.8f * (float)sm_count)
+        return WSK_OK;
+    uint64_t max_splits = min_u64(min_u64(WSK_FLASH_MAX_SPLITS, sm_count), blocks);
+    *splits = best_split(work, blocks, sm_count, max_splits);
+    return WSK_OK;
+}
+
+/* ---- the flash workspace root ---- */
+
+static bool align_up(uint64_t v, uint64_t alignment, uint64_t *out)
+{
+    uint64_t padded;
+    if (__builtin_add_overflow(v, alignment - 1, &padded))
+        return false;
+    *out = padded / alignment * alignment;
+    return true;
+}
+
+/* Places a region of `bytes` at the next aligned offset of the root; an empty region takes no
+ * space and keeps offset 0. */
+static bool append_region(uint64_t bytes, uint64_t *cursor, uint64_t *offset)
+{
+    *offset = 0;
+    if (bytes == 0)
+        return true;
+    return align_up(*cursor, WSK_WS_ALIGNMENT, offset) && !__builtin_add_overflow(*offset, bytes, cursor);
+}
+
+enum wsk_status wsk_flash_layout(uint64_t batch, uint64_t seqlen_q, uint64_t heads, uint64_t head_size, uint32_t splits,
+                                 struct wsk_flash_layout *out)
+{
+    memset(out, 0, sizeof *out);
+    out->splits = splits ? splits : 1;
+    if (batch == WSK_DIM_UNKNOWN || seqlen_q == WSK_DIM_UNKNOWN || heads == WSK_DIM_UNKNOWN ||
+        head_size == WSK_DIM_UNKNOWN)
+        return WSK_UNAVAILABLE;
+    uint64_t rows, cursor = 0;
+    if (!align_up(head_size, WSK_FLASH_HEAD_ROUND, &out->head_size_rounded) || !mul3(batch, heads, seqlen_q, &rows) ||
+        !mul3(rows, sizeof(float), 1, &out->lse_bytes))
+        goto unavailable;
+    if (out->splits > 1 && (!mul3(rows, out->splits, sizeof(float), &out->lse_accum_bytes) ||
+                            !mul3(out->lse_accum_bytes, out->head_size_rounded, 1, &out->out_accum_bytes)))
+        goto unavailable;
+    if (!append_region(out->lse_bytes, &cursor, &out->lse_offset) ||
+        !append_region(out->lse_accum_bytes, &cursor, &out->lse_accum_offset) ||
+        !append_region(out->out_accum_bytes, &cursor, &out->out_accum_offset))
+        goto unavailable;
+    out->total_bytes = cursor;
+    return WSK_OK;
+unavailable:
+    memset(out, 0, sizeof *out);
+    return WSK_UNAVAILABLE;
+}
+
+static void add_region(struct wsk_ws *ws, const char *name, uint64_t offset, uint64_t bytes)
+{
+    if (bytes > 0)
+        ws->regions[ws->nregions++] = (struct wsk_region){name, offset, bytes};
+}
+
+void wsk_flash_ws(const struct wsk_flash_layout *l, struct wsk_ws *out)
+{
+    ws_none(out);
+    if (l->total_bytes == 0)
+        return;
+    out->nslots = 1;
+    out->bytes[0] = l->total_bytes;
+    add_region(out, "softmax_lse", l->lse_offset, l->lse_bytes);
+    add_region(out, "softmax_lse_accum", l->lse_accum_offset, l->lse_accum_bytes);
+    add_region(out, "out_accum", l->out_accum_offset, l->out_accum_bytes);
+}
+
 /* ---- attention_decode ---- */
+
+static enum wsk_status attn_attrs_check(const struct wsk_attn_attrs *a)
+{
+    if (a->heads == WSK_DIM_UNKNOWN || a->kv_heads == WSK_DIM_UNKNOWN || a->head_dim == WSK_DIM_UNKNOWN)
+        return WSK_UNAVAILABLE;
+    return a->kv_heads == 0 || a->heads % a->kv_heads != 0 ? WSK_EINVAL : WSK_OK;
+}
 
 enum wsk_status wsk_attn_create(const struct wsk_attn_attrs *a, uint64_t batch, uint64_t kv_len,
                                 const struct wsk_device *dev, struct wsk_attn_kernel *out)
 {
     out->splits = 1;
-    out->blocks_per_split = 1;
-    if (a->heads == WSK_DIM_UNKNOWN || batch == WSK_DIM_UNKNOWN || kv_len == WSK_DIM_UNKNOWN)
+    out->split_len = 0;
+    enum wsk_status st = attn_attrs_check(a);
+    if (st != WSK_OK)
+        return st;
+    if (batch == WSK_DIM_UNKNOWN || kv_len == WSK_DIM_UNKNOWN || kv_len > UINT32_MAX)
         return WSK_UNAVAILABLE;
-    uint64_t kv_blocks = ceil_div(kv_len, WSK_ATTN_KV_BLOCK);
-    uint64_t rows;
-    if (!mul3(batch, a->heads, 1, &rows))
-        return WSK_UNAVAILABLE;
-    out->blocks_per_split = (uint32_t)min_u64(kv_blocks ? kv_blocks : 1, UINT32_MAX);
-    if (rows == 0 || kv_blocks <= 1 || dev->sm_count == 0)
-        return WSK_OK;
-    uint64_t fill = ceil_div(2 * (uint64_t)dev->sm_count, rows);
-    uint64_t splits = min_u64(min_u64(fill, WSK_ATTN_MAX_SPLITS), kv_blocks);
-    /* Even the splits out: no split may be idle, so the count drops to what the rounded-up
-     * blocks per split need. */
-    uint64_t per_split = ceil_div(kv_blocks, splits);
-    if (per_split > UINT32_MAX)
-        return WSK_UNAVAILABLE;
-    out->splits = (uint32_t)ceil_div(kv_blocks, per_split);
-    out->blocks_per_split = (uint32_t)per_split;
+    /* One query token per sequence; the decoding kernel counts its work with the KV heads. */
+    st = wsk_flash_num_splits(batch, 1, kv_len, a->kv_heads, a->head_dim, dev->sm_count, &out->splits);
+    if (st != WSK_OK)
+        return st;
+    uint64_t block = wsk_flash_kv_block(a->head_dim), blocks = ceil_div(kv_len, block);
+    uint64_t span = ceil_div(blocks, out->splits) * block; /* whole blocks per split */
+    out->split_len = (uint32_t)min_u64(span, UINT32_MAX);
     return WSK_OK;
+}
+
+enum wsk_status wsk_attn_layout(const struct wsk_attn_attrs *a, const struct wsk_attn_kernel *k, uint64_t batch,
+                                struct wsk_flash_layout *out)
+{
+    enum wsk_status st = attn_attrs_check(a);
+    if (st != WSK_OK) {
+        memset(out, 0, sizeof *out);
+        return st;
+    }
+    return wsk_flash_layout(batch, 1, a->heads, a->head_dim, k->splits, out);
 }
 
 enum wsk_status wsk_attn_level2(const struct wsk_attn_attrs *a, const struct wsk_attn_kernel *k, uint64_t batch,
                                 uint64_t kv_len, struct wsk_ws *out)
 {
+    struct wsk_flash_layout l;
     ws_none(out);
-    if (a->heads == WSK_DIM_UNKNOWN || a->head_dim == WSK_DIM_UNKNOWN || batch == WSK_DIM_UNKNOWN ||
-        kv_len == WSK_DIM_UNKNOWN)
+    if (kv_len == WSK_DIM_UNKNOWN)
         return WSK_UNAVAILABLE;
-    if (k->splits <= 1 || batch == 0 || a->heads == 0 || a->head_dim == 0 || kv_len == 0)
-        return WSK_OK;
-    uint64_t partials;
-    if (!mul3(batch, a->heads, k->splits, &partials) || !mul3(partials, a->head_dim, sizeof(float), &out->bytes[0]) ||
-        !mul3(partials, sizeof(float), 1, &out->bytes[1]))
-        return ws_unavailable(out);
-    out->nslots = 2;
+    enum wsk_status st = wsk_attn_layout(a, k, batch, &l);
+    if (st != WSK_OK || kv_len == 0)
+        return st; /* no position to attend: nothing runs, nothing is declared */
+    wsk_flash_ws(&l, out);
     return WSK_OK;
 }
 
@@ -179,37 +308,60 @@ static enum wsk_status attn_at(const struct wsk_attn_attrs *a, uint64_t batch, u
     return st != WSK_OK ? (ws_none(out), st) : wsk_attn_level2(a, &k, batch, kv_len, out);
 }
 
-/* The splits depend on kv_len only through its block count, so one length per block count
- * covers every length. */
+/* The largest root over every batch and KV length up to the maxima.  The split count depends on
+ * the KV length only through its block count, so one length per block count covers them all.
+ * Regions are not part of a Level-1 estimate: it reserves the root's size. */
 static enum wsk_status attn_envelope(const struct wsk_attn_attrs *a, uint64_t max_batch, uint64_t max_kv_len,
                                      const struct wsk_device *dev, struct wsk_ws *out)
 {
-    uint64_t kv_blocks = ceil_div(max_kv_len, WSK_ATTN_KV_BLOCK);
-    for (uint64_t b = 1; b <= max_batch; b++) {
-        for (uint64_t blk = 1; blk <= kv_blocks; blk++) {
+    uint64_t block = wsk_flash_kv_block(a->head_dim), blocks = ceil_div(max_kv_len, block);
+    for (uint64_t b = 1; b <= max_batch; b++)
+        for (uint64_t blk = 1; blk <= blocks; blk++) {
             struct wsk_ws w;
-            uint64_t len = min_u64(blk * WSK_ATTN_KV_BLOCK, max_kv_len);
-            if (attn_at(a, b, len, dev, &w) != WSK_OK)
+            if (attn_at(a, b, min_u64(blk * block, max_kv_len), dev, &w) != WSK_OK)
                 return ws_unavailable(out);
+            w.nregions = 0;
             ws_max(out, &w);
         }
-    }
+    return WSK_OK;
+}
+
+/* Above the walking limit: the root at the maximum batch with the most splits any KV length up to
+ * the maximum could take, which bounds every shape (the root grows with batch and splits). */
+static enum wsk_status attn_bound(const struct wsk_attn_attrs *a, uint64_t max_batch, uint64_t max_kv_len,
+                                  const struct wsk_device *dev, struct wsk_ws *out)
+{
+    struct wsk_flash_layout l;
+    uint64_t blocks = ceil_div(max_kv_len, wsk_flash_kv_block(a->head_dim));
+    uint64_t widest = min_u64(min_u64(WSK_FLASH_MAX_SPLITS, dev->sm_count ? dev->sm_count : 1), blocks ? blocks : 1);
+    if (wsk_flash_layout(max_batch, 1, a->heads, a->head_dim, (uint32_t)widest, &l) != WSK_OK)
+        return ws_unavailable(out);
+    wsk_flash_ws(&l, out);
+    out->nregions = 0;
     return WSK_OK;
 }
 
 enum wsk_status wsk_attn_level1(const struct wsk_attn_attrs *a, uint64_t max_batch, uint64_t max_kv_len,
                                 const struct wsk_device *dev, enum wsk_l1_policy policy, struct wsk_ws *out)
 {
-    if (policy == WSK_L1_MAX_SHAPE || max_batch == WSK_DIM_UNKNOWN || max_kv_len == WSK_DIM_UNKNOWN ||
-        a->heads == WSK_DIM_UNKNOWN || a->head_dim == WSK_DIM_UNKNOWN)
-        return attn_at(a, max_batch, max_kv_len, dev, out);
+    enum wsk_status st = attn_attrs_check(a);
+    if (st == WSK_OK && (max_batch == WSK_DIM_UNKNOWN || max_kv_len == WSK_DIM_UNKNOWN))
+        st = WSK_UNAVAILABLE;
+    if (st != WSK_OK) {
+        ws_none(out);
+        return st;
+    }
+    if (policy == WSK_L1_MAX_SHAPE) {
+        st = attn_at(a, max_batch, max_kv_len, dev, out);
+        out->nregions = 0;
+        return st;
+    }
     ws_none(out);
     uint64_t evals;
-    if (mul3(max_batch, ceil_div(max_kv_len, WSK_ATTN_KV_BLOCK), 1, &evals) && evals <= ENVELOPE_MAX_EVALS)
+    if (mul3(max_batch, ceil_div(max_kv_len, wsk_flash_kv_block(a->head_dim)), 1, &evals) &&
+        evals <= ATTN_ENVELOPE_MAX_EVALS)
         return attn_envelope(a, max_batch, max_kv_len, dev, out);
-    /* Too many shapes to walk: every split count is at most WSK_ATTN_MAX_SPLITS. */
-    struct wsk_attn_kernel widest = {WSK_ATTN_MAX_SPLITS, 1};
-    return wsk_attn_level2(a, &widest, max_batch, max_kv_len, out);
+    return attn_bound(a, max_batch, max_kv_len, dev, out);
 }
 
 /* ---- argmax ---- */

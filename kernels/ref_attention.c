@@ -1,7 +1,9 @@
 /*
  * ref_attention.c - host reference of attention_decode (flash-decoding).  Each split runs an
- * online softmax over chunks of its KV range, as the CUDA kernel does, and the combine step
- * rescales the partial outputs by their log-sum-exp.
+ * online softmax over chunks of its KV range, as the CUDA kernel does; with several splits the
+ * combine step rescales the partial outputs by their log-sum-exp.  The workspace is the root of
+ * wsk_attn_layout: softmax_lse, and with several splits softmax_lse_accum and out_accum, at the
+ * root's aligned offsets.  Grouped-query attention: query head h reads KV head h / (heads / kv_heads).
  */
 #include "wskernels.h"
 
@@ -10,15 +12,25 @@
 #define CHUNK 128u /* positions scored at a time: the CUDA kernel's block size */
 
 struct attn_dims {
-    uint32_t batch, heads, head_dim, kv_len, max_kv, splits, blocks_per_split;
+    uint32_t batch, heads, kv_heads, head_dim, kv_len, max_kv, splits, split_len;
 };
+
+/* Where the buffers of the workspace root are. */
+struct attn_buffers {
+    float *softmax_lse, *lse_accum, *out_accum;
+};
+
+static uint32_t rounded_head(uint32_t head_dim)
+{
+    return (head_dim + WSK_FLASH_HEAD_ROUND - 1) / WSK_FLASH_HEAD_ROUND * WSK_FLASH_HEAD_ROUND;
+}
 
 static void kv_append(float *k_cache, float *v_cache, const float *k_new, const float *v_new, const struct attn_dims *d,
                       uint32_t pos)
 {
     for (uint32_t b = 0; b < d->batch; b++)
-        for (uint32_t h = 0; h < d->heads; h++) {
-            uint64_t row = (uint64_t)b * d->heads + h;
+        for (uint32_t h = 0; h < d->kv_heads; h++) {
+            uint64_t row = (uint64_t)b * d->kv_heads + h;
             uint64_t dst = (row * d->max_kv + pos) * d->head_dim, src = row * d->head_dim;
             for (uint32_t i = 0; i < d->head_dim; i++) {
                 k_cache[dst + i] = k_new[src + i];
@@ -61,8 +73,7 @@ static void attend_chunk(struct softmax_acc *st, const float *q, const float *ke
 static float attend_split(float *out_row, const float *q, const float *k_rows, const float *v_rows,
                           const struct attn_dims *d, uint32_t split)
 {
-    uint64_t span = (uint64_t)d->blocks_per_split * WSK_ATTN_KV_BLOCK;
-    uint64_t p0 = split * span, p1 = p0 + span < d->kv_len ? p0 + span : d->kv_len;
+    uint64_t p0 = (uint64_t)split * d->split_len, p1 = p0 + d->split_len < d->kv_len ? p0 + d->split_len : d->kv_len;
     struct softmax_acc st = {-INFINITY, 0.0f, out_row};
     for (uint32_t i = 0; i < d->head_dim; i++)
         out_row[i] = 0.0f;
@@ -77,78 +88,86 @@ static float attend_split(float *out_row, const float *q, const float *k_rows, c
     return st.max + logf(st.sum);
 }
 
-static void attn_split(float *out, float *o_part, float *lse, const float *q, const float *k_cache,
+static void attn_split(float *out, const struct attn_buffers *ws, const float *q, const float *k_cache,
                        const float *v_cache, const struct attn_dims *d)
 {
+    uint64_t rows = (uint64_t)d->batch * d->heads, stride = rounded_head(d->head_dim);
+    uint32_t group = d->heads / d->kv_heads;
     for (uint32_t b = 0; b < d->batch; b++)
         for (uint32_t h = 0; h < d->heads; h++) {
-            uint64_t row = (uint64_t)b * d->heads + h;
+            uint64_t row = (uint64_t)b * d->heads + h, kv_row = (uint64_t)b * d->kv_heads + h / group;
             const float *qr = q + row * d->head_dim;
-            const float *kr = k_cache + row * d->max_kv * d->head_dim;
-            const float *vr = v_cache + row * d->max_kv * d->head_dim;
+            const float *kr = k_cache + kv_row * d->max_kv * d->head_dim;
+            const float *vr = v_cache + kv_row * d->max_kv * d->head_dim;
             if (d->splits <= 1) {
-                attend_split(out + row * d->head_dim, qr, kr, vr, d, 0);
+                ws->softmax_lse[row] = attend_split(out + row * d->head_dim, qr, kr, vr, d, 0);
                 continue;
             }
             for (uint32_t s = 0; s < d->splits; s++) {
-                uint64_t part = row * d->splits + s;
-                lse[part] = attend_split(o_part + part * d->head_dim, qr, kr, vr, d, s);
+                uint64_t part = s * rows + row; /* [split][batch][head] */
+                ws->lse_accum[part] = attend_split(ws->out_accum + part * stride, qr, kr, vr, d, s);
             }
         }
 }
 
-static void attn_combine(float *out, const float *o_part, const float *lse, const struct attn_dims *d)
+static void attn_combine(float *out, const struct attn_buffers *ws, const struct attn_dims *d)
 {
-    uint64_t rows = (uint64_t)d->batch * d->heads;
+    uint64_t rows = (uint64_t)d->batch * d->heads, stride = rounded_head(d->head_dim);
     for (uint64_t row = 0; row < rows; row++) {
-        const float *l = lse + row * d->splits;
         float m = -INFINITY, total = 0.0f;
         for (uint32_t s = 0; s < d->splits; s++)
-            m = fmaxf(m, l[s]);
+            m = fmaxf(m, ws->lse_accum[s * rows + row]);
         for (uint32_t i = 0; i < d->head_dim; i++)
             out[row * d->head_dim + i] = 0.0f;
         for (uint32_t s = 0; s < d->splits; s++) {
-            float w = expf(l[s] - m);
+            float w = expf(ws->lse_accum[s * rows + row] - m);
             total += w;
             for (uint32_t i = 0; i < d->head_dim; i++)
-                out[row * d->head_dim + i] += w * o_part[(row * d->splits + s) * d->head_dim + i];
+                out[row * d->head_dim + i] += w * ws->out_accum[(s * rows + row) * stride + i];
         }
         for (uint32_t i = 0; i < d->head_dim; i++)
             out[row * d->head_dim + i] /= total;
+        ws->softmax_lse[row] = m + logf(total);
     }
 }
 
 void wsk_ref_attention_decode(float *out, const float *q, const float *k_new, const float *v_new, float *k_cache,
-                              float *v_cache, uint32_t batch, uint32_t heads, uint32_t head_dim, uint32_t kv_len,
-                              uint32_t max_kv, const struct wsk_attn_kernel *k, float *o_part, float *lse)
+                              float *v_cache, const struct wsk_attn_attrs *a, uint32_t batch, uint32_t kv_len,
+                              uint32_t max_kv, const struct wsk_attn_kernel *k, void *workspace)
 {
-    struct attn_dims d = {batch, heads, head_dim, kv_len, max_kv, k->splits, k->blocks_per_split};
-    if (kv_len == 0)
+    struct wsk_flash_layout l;
+    struct attn_dims d = {batch,  (uint32_t)a->heads, (uint32_t)a->kv_heads, (uint32_t)a->head_dim, kv_len,
+                          max_kv, k->splits,          k->split_len};
+    if (kv_len == 0 || batch == 0 || wsk_attn_layout(a, k, batch, &l) != WSK_OK)
         return;
+    char *root = workspace;
+    struct attn_buffers ws = {(float *)(root + l.lse_offset), (float *)(root + l.lse_accum_offset),
+                              (float *)(root + l.out_accum_offset)};
     kv_append(k_cache, v_cache, k_new, v_new, &d, kv_len - 1);
-    attn_split(out, o_part, lse, q, k_cache, v_cache, &d);
+    attn_split(out, &ws, q, k_cache, v_cache, &d);
     if (d.splits > 1)
-        attn_combine(out, o_part, lse, &d);
+        attn_combine(out, &ws, &d);
 }
 
 #define ARG(type, i) (*(type *)args[i])
 
 void wsk_host_kv_append(void **args)
 {
-    struct attn_dims d = {ARG(uint32_t, 4), ARG(uint32_t, 5), ARG(uint32_t, 6), 0, ARG(uint32_t, 8), 1, 1};
+    struct attn_dims d = {ARG(uint32_t, 4), 0, ARG(uint32_t, 5), ARG(uint32_t, 6), 0, ARG(uint32_t, 8), 1, 0};
     kv_append(ARG(float *, 0), ARG(float *, 1), ARG(const float *, 2), ARG(const float *, 3), &d, ARG(uint32_t, 7));
 }
 
 void wsk_host_attn_split(void **args)
 {
-    struct attn_dims d = {ARG(uint32_t, 6),  ARG(uint32_t, 7),  ARG(uint32_t, 8), ARG(uint32_t, 9),
-                          ARG(uint32_t, 10), ARG(uint32_t, 11), ARG(uint32_t, 12)};
-    attn_split(ARG(float *, 0), ARG(float *, 1), ARG(float *, 2), ARG(const float *, 3), ARG(const float *, 4),
-               ARG(const float *, 5), &d);
+    struct attn_dims d = {ARG(uint32_t, 7),  ARG(uint32_t, 8),  ARG(uint32_t, 9),  ARG(uint32_t, 10),
+                          ARG(uint32_t, 11), ARG(uint32_t, 12), ARG(uint32_t, 13), ARG(uint32_t, 14)};
+    struct attn_buffers ws = {ARG(float *, 1), ARG(float *, 2), ARG(float *, 3)};
+    attn_split(ARG(float *, 0), &ws, ARG(const float *, 4), ARG(const float *, 5), ARG(const float *, 6), &d);
 }
 
 void wsk_host_attn_combine(void **args)
 {
-    struct attn_dims d = {ARG(uint32_t, 3), ARG(uint32_t, 4), ARG(uint32_t, 5), 0, 0, ARG(uint32_t, 6), 1};
-    attn_combine(ARG(float *, 0), ARG(const float *, 1), ARG(const float *, 2), &d);
+    struct attn_dims d = {ARG(uint32_t, 4), ARG(uint32_t, 5), 1, ARG(uint32_t, 6), 0, 0, ARG(uint32_t, 7), 0};
+    struct attn_buffers ws = {ARG(float *, 1), ARG(float *, 2), ARG(float *, 3)};
+    attn_combine(ARG(float *, 0), &ws, &d);
 }

@@ -21,8 +21,10 @@
  *  - Level 2 (wsk_*_level2): from the created kernel (its chosen tactic and split counts) and the
  *    actual shapes.  These are exactly the bytes the launch code allocates.
  *  Results are a struct wsk_ws: nslots == 0 declares nothing (empty outputs, tactics without
- *  workspace).  Any dimension equal to WSK_DIM_UNKNOWN, or any size that overflows 64 bits,
- *  gives WSK_UNAVAILABLE and nslots == 0: never a wrong number.
+ *  workspace).  A slot may be a root holding named regions at aligned offsets (the attention
+ *  workspace); the launch code allocates the root once and carves the regions out of it.  Any
+ *  dimension equal to WSK_DIM_UNKNOWN, or any size that overflows 64 bits, gives WSK_UNAVAILABLE
+ *  and nslots == 0: never a wrong number.
  *
  * Host entry points (wsk_host_*) have the signature void f(void **args): args is the CUDA-style
  * argument array of the matching CUDA kernel (same order and types), so one launch site serves the
@@ -44,12 +46,14 @@ extern "C" {
 #define WSK_GEMV_MAX_M        1u    /* rows served by the GEMV tactic */
 #define WSK_SPLITK_MAX        16u   /* upper bound of the split-K factor */
 #define WSK_MATMUL_TILE_N     128u  /* output columns per thread block */
-#define WSK_ATTN_KV_BLOCK     32u   /* KV positions per scheduling block */
-#define WSK_ATTN_MAX_SPLITS   32u   /* upper bound of flash-decoding splits */
+#define WSK_FLASH_MAX_SPLITS  128u  /* flash-decoding splits at most (ONNX Runtime, FlashAttention) */
+#define WSK_FLASH_BLOCK_M     64u   /* query rows per block of the split-KV kernel */
+#define WSK_FLASH_HEAD_ROUND  32u   /* out_accum rows are the head size rounded up to this */
 #define WSK_ATTN_MAX_HEAD_DIM 256u  /* what the CUDA kernel supports */
 #define WSK_ARGMAX_BLOCK      1024u /* logits reduced per block in pass one */
 #define WSK_THREADS           256u  /* threads per block of the elementwise kernels */
 #define WSK_MAX_WS_SLOTS      2u
+#define WSK_MAX_WS_REGIONS    4u
 #define WSK_WS_ALIGNMENT      256u       /* alignment the kernels want for workspace */
 #define WSK_DIM_UNKNOWN       UINT64_MAX /* a shape not known when estimating */
 
@@ -65,9 +69,16 @@ struct wsk_device {
     uint32_t sm_count; /* streaming multiprocessors (cudaDeviceProp.multiProcessorCount) */
 };
 
+struct wsk_region {
+    const char *name; /* a static string */
+    uint64_t offset, bytes;
+};
+
 struct wsk_ws {
     uint32_t nslots;                  /* 0: declares nothing */
     uint64_t bytes[WSK_MAX_WS_SLOTS]; /* bytes of slot i, i < nslots */
+    uint32_t nregions;                /* regions of slot 0 (a root), 0: a plain slot */
+    struct wsk_region regions[WSK_MAX_WS_REGIONS];
 };
 
 /* Packed bytes of a K x N quantized matrix, its scales and its zero points (checked). */
@@ -93,21 +104,57 @@ enum wsk_status wsk_matmul_level2(const struct wsk_matmul_attrs *a, const struct
 enum wsk_status wsk_matmul_level1(const struct wsk_matmul_attrs *a, uint64_t max_M, const struct wsk_device *dev,
                                   enum wsk_l1_policy policy, struct wsk_ws *out);
 
-/* ---- attention_decode: one new query token per sequence over kv_len cached positions ---- */
+/* ---- the flash-decoding split rule and workspace (ONNX Runtime's GroupQueryAttention) ----
+ *
+ * Splits: FlashAttention's num_splits_heuristic as ONNX Runtime runs it.  KV blocks of
+ * wsk_flash_kv_block(head_size) positions, query blocks of WSK_FLASH_BLOCK_M rows, work =
+ * batch * heads * query blocks.  One split when work >= 0.8 * SMs (single precision); otherwise
+ * the candidates are 1 .. min(WSK_FLASH_MAX_SPLITS, SMs, KV blocks), s eligible when s == 1 or
+ * ceil(blocks/s) != ceil(blocks/(s-1)); efficiency(s) = w / ceil(w) with w = work * s / SMs in
+ * single precision; the answer is the smallest eligible s whose efficiency is at least 0.85 (a
+ * double) times the best.  Not monotonic in kv_len: B=1, 2 heads of 64, 108 SMs take 54 splits at
+ * 13,824 positions and 28 at 13,825.
+ *
+ * Workspace, one root whose regions start at 256-byte-aligned offsets (an empty region takes no
+ * space and has offset 0): softmax_lse (batch*heads*seqlen_q floats) always; when splits > 1
+ * softmax_lse_accum (splits*batch*heads*seqlen_q floats) and out_accum (the same times the head size
+ * rounded up to WSK_FLASH_HEAD_ROUND, floats).  The root's size is the end of its last region. */
+uint64_t wsk_flash_kv_block(uint64_t head_size);
+/* heads: the heads the work is counted with (grouped-query decoding counts the KV heads). */
+enum wsk_status wsk_flash_num_splits(uint64_t batch, uint64_t seqlen_q, uint64_t kv_len, uint64_t heads,
+                                     uint64_t head_size, uint32_t sm_count, uint32_t *splits);
+struct wsk_flash_layout {
+    uint32_t splits;
+    uint64_t head_size_rounded;
+    uint64_t lse_offset, lse_bytes;
+    uint64_t lse_accum_offset, lse_accum_bytes;
+    uint64_t out_accum_offset, out_accum_bytes;
+    uint64_t total_bytes;
+};
+/* heads: the query heads the accumulators hold. */
+enum wsk_status wsk_flash_layout(uint64_t batch, uint64_t seqlen_q, uint64_t heads, uint64_t head_size, uint32_t splits,
+                                 struct wsk_flash_layout *out);
+/* The layout as a workspace: slot 0 is the root, its regions the non-empty buffers; an empty
+ * root declares nothing. */
+void wsk_flash_ws(const struct wsk_flash_layout *l, struct wsk_ws *out);
+
+/* ---- attention_decode: one new query token per sequence over kv_len cached positions ----
+ * Grouped-query attention: query head h reads KV head h / (heads / kv_heads).  The split count is
+ * chosen with the KV heads, as ONNX Runtime's fast decoding does, while the accumulators hold
+ * every query head. */
 struct wsk_attn_attrs {
-    uint64_t heads, head_dim;
+    uint64_t heads, kv_heads, head_dim;
 };
 struct wsk_attn_kernel {
-    uint32_t splits;           /* KV splits; 1 means no workspace */
-    uint32_t blocks_per_split; /* WSK_ATTN_KV_BLOCK-position blocks handled by each split */
+    uint32_t splits;    /* KV splits; 1: no accumulators */
+    uint32_t split_len; /* KV positions handled by each split */
 };
-/* Splits fill the SMs: ceil(2*sm / (batch*heads)), at most WSK_ATTN_MAX_SPLITS and at most the
- * number of KV blocks, then evened out so that every split gets the same number of blocks.  The
- * last step is what makes it non-monotonic in kv_len (33 blocks give 17 splits, 32 give 32). */
+/* WSK_EINVAL when kv_heads is 0 or does not divide heads. */
 enum wsk_status wsk_attn_create(const struct wsk_attn_attrs *a, uint64_t batch, uint64_t kv_len,
                                 const struct wsk_device *dev, struct wsk_attn_kernel *out);
-/* slot 0: partial outputs batch*heads*splits*head_dim floats; slot 1: log-sum-exp
- * batch*heads*splits floats.  Nothing when splits == 1. */
+enum wsk_status wsk_attn_layout(const struct wsk_attn_attrs *a, const struct wsk_attn_kernel *k, uint64_t batch,
+                                struct wsk_flash_layout *out);
+/* slot 0: the root of wsk_attn_layout; nothing for an empty batch or KV length. */
 enum wsk_status wsk_attn_level2(const struct wsk_attn_attrs *a, const struct wsk_attn_kernel *k, uint64_t batch,
                                 uint64_t kv_len, struct wsk_ws *out);
 enum wsk_status wsk_attn_level1(const struct wsk_attn_attrs *a, uint64_t max_batch, uint64_t max_kv_len,
@@ -130,11 +177,13 @@ void wsk_ref_add(float *y, const float *a, const float *b, uint64_t n);
 /* workspace: split_k*M*N floats when k->tactic == WSK_MATMUL_SPLITK, else unused (may be NULL) */
 void wsk_ref_matmul_nbits(float *y, const float *x, const uint8_t *w, const float *scales, const uint8_t *zero_points,
                           uint32_t M, uint32_t K, uint32_t N, const struct wsk_matmul_kernel *k, float *workspace);
-/* Writes k_new/v_new ([batch][heads*head_dim]) at position kv_len-1, then attends q over
- * positions [0, kv_len).  o_part/lse: slots 0 and 1 when k->splits > 1, else unused. */
+/* Writes k_new/v_new ([batch][kv_heads*head_dim]) at position kv_len-1 of the caches
+ * ([batch][kv_heads][max_kv][head_dim]), then attends q ([batch][heads*head_dim]) over positions
+ * [0, kv_len).  workspace: the root of wsk_attn_layout (softmax_lse always, the accumulators
+ * when k->splits > 1). */
 void wsk_ref_attention_decode(float *out, const float *q, const float *k_new, const float *v_new, float *k_cache,
-                              float *v_cache, uint32_t batch, uint32_t heads, uint32_t head_dim, uint32_t kv_len,
-                              uint32_t max_kv, const struct wsk_attn_kernel *k, float *o_part, float *lse);
+                              float *v_cache, const struct wsk_attn_attrs *a, uint32_t batch, uint32_t kv_len,
+                              uint32_t max_kv, const struct wsk_attn_kernel *k, void *workspace);
 void wsk_ref_argmax(int32_t *tokens, const float *logits, uint32_t batch, uint32_t vocab,
                     struct wsk_argmax_pair *workspace);
 
@@ -156,15 +205,16 @@ void wsk_host_matmul_splitk(void **args);
 /* (float *y, const float *ws, uint32_t M, uint32_t N, uint32_t split_k) */
 void wsk_host_matmul_reduce(void **args);
 /* (float *k_cache, float *v_cache, const float *k_new, const float *v_new, uint32_t batch,
- *  uint32_t heads, uint32_t head_dim, uint32_t pos, uint32_t max_kv) */
+ *  uint32_t kv_heads, uint32_t head_dim, uint32_t pos, uint32_t max_kv) */
 void wsk_host_kv_append(void **args);
-/* (float *out, float *o_part, float *lse, const float *q, const float *k_cache,
- *  const float *v_cache, uint32_t batch, uint32_t heads, uint32_t head_dim, uint32_t kv_len,
- *  uint32_t max_kv, uint32_t splits, uint32_t blocks_per_split)
- * splits == 1 writes the normalised output to out; otherwise partials to o_part and lse. */
+/* (float *out, float *softmax_lse, float *lse_accum, float *out_accum, const float *q,
+ *  const float *k_cache, const float *v_cache, uint32_t batch, uint32_t heads, uint32_t kv_heads,
+ *  uint32_t head_dim, uint32_t kv_len, uint32_t max_kv, uint32_t splits, uint32_t split_len)
+ * splits == 1 writes the normalised output to out and its log-sum-exp to softmax_lse; otherwise
+ * split s writes out_accum[s][batch][heads][round32(head_dim)] and lse_accum[s][batch][heads]. */
 void wsk_host_attn_split(void **args);
-/* (float *out, const float *o_part, const float *lse, uint32_t batch, uint32_t heads,
- *  uint32_t head_dim, uint32_t splits) */
+/* (float *out, float *softmax_lse, const float *lse_accum, const float *out_accum,
+ *  uint32_t batch, uint32_t heads, uint32_t head_dim, uint32_t splits) */
 void wsk_host_attn_combine(void **args);
 /* (struct wsk_argmax_pair *ws, const float *logits, uint32_t batch, uint32_t vocab) */
 void wsk_host_argmax_blocks(void **args);

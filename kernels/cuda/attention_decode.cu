@@ -1,20 +1,27 @@
 /*
  * attention_decode.cu - flash-decoding.  wsk_attn_split: one block per (sequence*head, split),
- * online softmax over chunks of blockDim positions; with one split it writes the output
- * directly, otherwise partial outputs and log-sum-exp to the workspace for wsk_attn_combine.
- * head_dim <= WSK_ATTN_MAX_HEAD_DIM (two accumulators per thread of a 128-thread block).
+ * online softmax over chunks of blockDim positions; with one split it writes the output and its
+ * log-sum-exp directly, otherwise partial outputs and log-sum-exps to the accumulators of the
+ * workspace root for wsk_attn_combine.  Grouped-query attention: query head h reads KV head
+ * h / (heads / kv_heads).  head_dim <= WSK_ATTN_MAX_HEAD_DIM (two accumulators per thread of a
+ * 128-thread block).  Argument lists and layouts are those of the host entry points in wskernels.h.
  */
 #include "wsk_cuda.cuh"
 
 #define ATTN_THREADS 128u
 
-/* grid (batch*heads), block ATTN_THREADS */
+static __device__ uint32_t rounded_head(uint32_t head_dim)
+{
+    return (head_dim + WSK_FLASH_HEAD_ROUND - 1) / WSK_FLASH_HEAD_ROUND * WSK_FLASH_HEAD_ROUND;
+}
+
+/* grid (batch*kv_heads), block ATTN_THREADS */
 extern "C" __global__ void wsk_kv_append(float *k_cache, float *v_cache, const float *k_new, const float *v_new,
-                                         uint32_t batch, uint32_t heads, uint32_t head_dim, uint32_t pos,
+                                         uint32_t batch, uint32_t kv_heads, uint32_t head_dim, uint32_t pos,
                                          uint32_t max_kv)
 {
     uint64_t row = blockIdx.x;
-    if (row >= (uint64_t)batch * heads)
+    if (row >= (uint64_t)batch * kv_heads)
         return;
     uint64_t dst = (row * max_kv + pos) * head_dim, src = row * head_dim;
     for (uint32_t i = threadIdx.x; i < head_dim; i += blockDim.x) {
@@ -24,22 +31,23 @@ extern "C" __global__ void wsk_kv_append(float *k_cache, float *v_cache, const f
 }
 
 /* grid (batch*heads, splits), block ATTN_THREADS */
-extern "C" __global__ void wsk_attn_split(float *out, float *o_part, float *lse, const float *q, const float *k_cache,
-                                          const float *v_cache, uint32_t batch, uint32_t heads, uint32_t head_dim,
-                                          uint32_t kv_len, uint32_t max_kv, uint32_t splits, uint32_t blocks_per_split)
+extern "C" __global__ void wsk_attn_split(float *out, float *softmax_lse, float *lse_accum, float *out_accum,
+                                          const float *q, const float *k_cache, const float *v_cache, uint32_t batch,
+                                          uint32_t heads, uint32_t kv_heads, uint32_t head_dim, uint32_t kv_len,
+                                          uint32_t max_kv, uint32_t splits, uint32_t split_len)
 {
     __shared__ float scores[ATTN_THREADS];
     __shared__ float qs[WSK_ATTN_MAX_HEAD_DIM];
-    uint64_t row = blockIdx.x;
+    uint64_t row = blockIdx.x, rows = (uint64_t)batch * heads;
     uint32_t s = blockIdx.y, t = threadIdx.x;
-    if (row >= (uint64_t)batch * heads || s >= splits)
+    if (row >= rows || s >= splits)
         return;
+    uint64_t kv_row = (row / heads) * kv_heads + (row % heads) / (heads / kv_heads);
     for (uint32_t i = t; i < head_dim; i += blockDim.x)
         qs[i] = q[row * head_dim + i];
-    const float *keys = k_cache + row * max_kv * head_dim;
-    const float *values = v_cache + row * max_kv * head_dim;
-    uint64_t span = (uint64_t)blocks_per_split * WSK_ATTN_KV_BLOCK, p0 = s * span;
-    uint64_t p1 = p0 + span < kv_len ? p0 + span : kv_len;
+    const float *keys = k_cache + kv_row * max_kv * head_dim;
+    const float *values = v_cache + kv_row * max_kv * head_dim;
+    uint64_t p0 = (uint64_t)s * split_len, p1 = p0 + split_len < kv_len ? p0 + split_len : kv_len;
     float scale = 1.0f / sqrtf((float)head_dim), m = -INFINITY, l = 0.0f, acc[2] = {0.0f, 0.0f};
     for (uint64_t p = p0; p < p1; p += ATTN_THREADS) {
         uint32_t count = (uint32_t)(p1 - p < ATTN_THREADS ? p1 - p : ATTN_THREADS);
@@ -69,6 +77,7 @@ extern "C" __global__ void wsk_attn_split(float *out, float *o_part, float *lse,
         }
         m = new_m;
     }
+    uint64_t part = (uint64_t)s * rows + row; /* [split][batch][head] */
     for (uint32_t a = 0; a < 2; a++) {
         uint32_t d = t + a * ATTN_THREADS;
         if (d >= head_dim)
@@ -77,29 +86,36 @@ extern "C" __global__ void wsk_attn_split(float *out, float *o_part, float *lse,
         if (splits <= 1)
             out[row * head_dim + d] = v;
         else
-            o_part[(row * splits + s) * head_dim + d] = v;
+            out_accum[part * rounded_head(head_dim) + d] = v;
     }
-    if (splits > 1 && t == 0)
-        lse[row * splits + s] = l > 0.0f ? m + logf(l) : -INFINITY;
+    if (t == 0) {
+        float lse = l > 0.0f ? m + logf(l) : -INFINITY;
+        if (splits <= 1)
+            softmax_lse[row] = lse;
+        else
+            lse_accum[part] = lse;
+    }
 }
 
 /* grid (batch*heads), block ATTN_THREADS */
-extern "C" __global__ void wsk_attn_combine(float *out, const float *o_part, const float *lse, uint32_t batch,
-                                            uint32_t heads, uint32_t head_dim, uint32_t splits)
+extern "C" __global__ void wsk_attn_combine(float *out, float *softmax_lse, const float *lse_accum,
+                                            const float *out_accum, uint32_t batch, uint32_t heads, uint32_t head_dim,
+                                            uint32_t splits)
 {
-    uint64_t row = blockIdx.x;
-    if (row >= (uint64_t)batch * heads)
+    uint64_t row = blockIdx.x, rows = (uint64_t)batch * heads;
+    if (row >= rows)
         return;
-    const float *l = lse + row * splits;
     float m = -INFINITY, total = 0.0f;
     for (uint32_t s = 0; s < splits; s++)
-        m = fmaxf(m, l[s]);
+        m = fmaxf(m, lse_accum[s * rows + row]);
     for (uint32_t s = 0; s < splits; s++)
-        total += expf(l[s] - m);
+        total += expf(lse_accum[s * rows + row] - m);
     for (uint32_t d = threadIdx.x; d < head_dim; d += blockDim.x) {
         float v = 0.0f;
         for (uint32_t s = 0; s < splits; s++)
-            v += expf(l[s] - m) * o_part[(row * splits + s) * head_dim + d];
+            v += expf(lse_accum[s * rows + row] - m) * out_accum[(s * rows + row) * rounded_head(head_dim) + d];
         out[row * head_dim + d] = v / total;
     }
+    if (threadIdx.x == 0)
+        softmax_lse[row] = m + logf(total);
 }

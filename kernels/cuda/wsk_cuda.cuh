@@ -21,12 +21,13 @@ __global__ void wsk_matmul_splitk(float *ws, const float *x, const uint8_t *w, c
                                   uint32_t M, uint32_t K, uint32_t N, uint32_t split_k);
 __global__ void wsk_matmul_reduce(float *y, const float *ws, uint32_t M, uint32_t N, uint32_t split_k);
 __global__ void wsk_kv_append(float *k_cache, float *v_cache, const float *k_new, const float *v_new, uint32_t batch,
-                              uint32_t heads, uint32_t head_dim, uint32_t pos, uint32_t max_kv);
-__global__ void wsk_attn_split(float *out, float *o_part, float *lse, const float *q, const float *k_cache,
-                               const float *v_cache, uint32_t batch, uint32_t heads, uint32_t head_dim, uint32_t kv_len,
-                               uint32_t max_kv, uint32_t splits, uint32_t blocks_per_split);
-__global__ void wsk_attn_combine(float *out, const float *o_part, const float *lse, uint32_t batch, uint32_t heads,
-                                 uint32_t head_dim, uint32_t splits);
+                              uint32_t kv_heads, uint32_t head_dim, uint32_t pos, uint32_t max_kv);
+__global__ void wsk_attn_split(float *out, float *softmax_lse, float *lse_accum, float *out_accum, const float *q,
+                               const float *k_cache, const float *v_cache, uint32_t batch, uint32_t heads,
+                               uint32_t kv_heads, uint32_t head_dim, uint32_t kv_len, uint32_t max_kv, uint32_t splits,
+                               uint32_t split_len);
+__global__ void wsk_attn_combine(float *out, float *softmax_lse, const float *lse_accum, const float *out_accum,
+                                 uint32_t batch, uint32_t heads, uint32_t head_dim, uint32_t splits);
 __global__ void wsk_argmax_blocks(struct wsk_argmax_pair *ws, const float *logits, uint32_t batch, uint32_t vocab);
 __global__ void wsk_argmax_final(int32_t *tokens, const struct wsk_argmax_pair *ws, uint32_t batch, uint32_t nblocks);
 }

@@ -2,7 +2,9 @@
  * graph.c - one run of the decoder graph.  Each node runs inside an NVTX range named as an
  * exporter names it; its output activation is allocated inside it, its inputs are freed inside
  * their last consumer, and its workspace is allocated and freed inside it.  On the first run of
- * a shape key the kernels are "created" and declare their Level-2 workspace.
+ * a shape key the kernels are "created" and declare their Level-2 workspace: the matmuls with the
+ * tactic they were created for (from the tactic cache, or conservatively on a miss), attention as
+ * one root with its regions.
  */
 #include <nvtx3/nvToolsExt.h>
 #include <stdio.h>
@@ -47,6 +49,8 @@ static const dim3 threads_1d = {WSK_THREADS, 1, 1};
 
 static int launch(struct wsk_exec *x, const char *node, const void *fn, dim3 grid, dim3 block, void **args)
 {
+    if (grid.x == 0 || grid.y == 0 || grid.z == 0)
+        return 0; /* empty tensors: nothing to launch, as a framework skips such kernels */
     cudaError_t rc = cudaLaunchKernel(fn, grid, block, args, 0, x->stream);
     return rc == cudaSuccess ? 0
                              : wsk_fail(x->err, WSK_EXIT_FAIL, "wsk: kernel launch failed in node %s: %s", node,
@@ -66,17 +70,63 @@ static int release(struct wsk_exec *x, float *a, float *b, float *c)
     return rc | ws_free(x->alloc, c);
 }
 
-/* Level 2 of a created kernel.  A tactic without workspace (GEMV, elementwise) declares 0 bytes
- * in slot 0, as Level 1 does, so the verifier knows the kernel needs none rather than that its
- * declaration is missing. */
-static void declare(struct wsk_exec *x, const char *node, const struct wsk_ws *ws)
+/* The device wsk runs on: its workspace declarations name it. */
+#define WSK_DEVICE_ORDINAL 0
+
+/* Level 2 of a created kernel without a tactic choice.  A kernel without workspace declares 0
+ * bytes in slot 0, as Level 1 does, so the verifier knows it needs none rather than that its
+ * declaration is missing; a root declares its regions. */
+static void declare(struct wsk_exec *x, const char *node, const struct wsk_ws *ws, const char *tactic)
 {
     if (!x->declare)
         return;
+    struct wstrace_region regions[WSK_MAX_WS_REGIONS];
+    struct wstrace_workspace w = {
+        .level = 2, .node = node, .alignment = WSK_WS_ALIGNMENT, .device = WSK_DEVICE_ORDINAL, .tactic = tactic};
     if (ws->nslots == 0)
-        wstrace_declare_workspace(node, 0, 0, WSK_WS_ALIGNMENT);
-    for (uint32_t i = 0; i < ws->nslots; i++)
-        wstrace_declare_workspace(node, i, ws->bytes[i], WSK_WS_ALIGNMENT);
+        wstrace_declare(&w);
+    for (uint32_t i = 0; i < ws->nslots; i++) {
+        w.slot = i;
+        w.bytes = ws->bytes[i];
+        w.nregions = i == 0 ? ws->nregions : 0;
+        for (uint32_t r = 0; r < w.nregions; r++)
+            regions[r] = (struct wstrace_region){ws->regions[r].name, ws->regions[r].offset, ws->regions[r].bytes};
+        w.regions = regions;
+        wstrace_declare(&w);
+    }
+}
+
+/* The Level-1 bytes of a matmul's slot 0 under the configured policy: what a kernel that does
+ * not know its tactic yet declares (the conservative size).  0 when Level 1 declares nothing. */
+static uint64_t matmul_conservative(const struct wsk_exec *x, const struct wsk_matmul_attrs *a)
+{
+    struct wsk_ws l1;
+    if (wsk_matmul_level1(a, wsk_max_batch(x->cfg), &x->dev, x->cfg->l1, &l1) != WSK_OK || l1.nslots == 0)
+        return 0;
+    return l1.bytes[0];
+}
+
+/* Level 2 of a matmul, tactic-aware: a cached GEMV declares nothing (0 bytes), a cached split-K
+ * its partial sums, a cache miss the conservative size; an empty output declares no slot. */
+static void declare_matmul(struct wsk_exec *x, const char *node, const struct wsk_matmul_attrs *a, uint64_t M,
+                           const struct wsk_matmul_kernel *k, const struct wsk_ws *ws, bool cached)
+{
+    if (!x->declare || M == 0 || a->N == 0)
+        return;
+    struct wstrace_workspace w = {
+        .level = 2, .node = node, .alignment = WSK_WS_ALIGNMENT, .device = WSK_DEVICE_ORDINAL};
+    if (!cached) {
+        w.tactic_kind = WSTRACE_TACTIC_MISS;
+        w.bytes = matmul_conservative(x, a);
+    } else if (k->tactic == WSK_MATMUL_GEMV) {
+        w.tactic_kind = WSTRACE_TACTIC_CACHED_FREE;
+        w.tactic = "gemv";
+    } else {
+        w.tactic_kind = WSTRACE_TACTIC_CACHED;
+        w.tactic = "splitk";
+        w.bytes = ws->bytes[0];
+    }
+    wstrace_declare(&w);
 }
 
 static int unavailable(struct wsk_exec *x, const char *node)
@@ -136,17 +186,34 @@ static int matmul_splitk(struct wsk_exec *x, const char *node, const struct wsk_
     return ws_free(x->alloc, part) | rc;
 }
 
+/* The kernel for this shape: from the tactic cache, or created (profiled) and cached. */
+static int matmul_kernel(struct wsk_exec *x, const char *node, const struct wsk_qmatrix *q, uint64_t M,
+                         struct wsk_matmul_kernel *k, bool *cached)
+{
+    *cached = wsk_tactics_find(x->tactics, &q->attrs, M, k);
+    if (*cached)
+        return 0;
+    if (wsk_matmul_create(&q->attrs, M, &x->dev, k) != WSK_OK)
+        return unavailable(x, node);
+    return wsk_tactics_add(x->tactics, &q->attrs, M, k) == 0
+               ? 0
+               : wsk_fail(x->err, WSK_EXIT_FAIL, "wsk: out of host memory");
+}
+
 static int op_matmul(struct wsk_exec *x, const char *node, const struct wsk_qmatrix *q, const float *in, float **out)
 {
     uint32_t M = x->batch, K = (uint32_t)q->attrs.K, N = (uint32_t)q->attrs.N;
     struct wsk_matmul_kernel k;
     struct wsk_ws ws;
-    if (wsk_matmul_create(&q->attrs, M, &x->dev, &k) != WSK_OK || wsk_matmul_level2(&q->attrs, &k, M, &ws) != WSK_OK)
+    bool cached;
+    if (matmul_kernel(x, node, q, M, &k, &cached) != 0)
+        return -1;
+    if (wsk_matmul_level2(&q->attrs, &k, M, &ws) != WSK_OK)
         return unavailable(x, node);
-    declare(x, node, &ws);
+    declare_matmul(x, node, &q->attrs, M, &k, &ws, cached);
     if (new_activation(x, node, (uint64_t)M * N, out) != 0)
         return -1;
-    if (k.tactic == WSK_MATMUL_SPLITK)
+    if (k.tactic == WSK_MATMUL_SPLITK && ws.nslots == 1)
         return matmul_splitk(x, node, q, in, out, &k, ws.bytes[0]);
     void *args[] = {out, &in, (void *)&q->w, (void *)&q->scales, (void *)&q->zp, &M, &K, &N};
     return launch(x, node, x->kernels->matmul_gemv, (dim3){ceil_div32(N, WSK_MATMUL_TILE_N), M, 1},
@@ -158,19 +225,37 @@ struct attn_io {
     float *k_cache, *v_cache;
 };
 
-static int attn_launches(struct wsk_exec *x, const char *node, const struct attn_io *io, float **out, float *o_part,
-                         float *lse, const struct wsk_attn_kernel *k)
+/* The buffers of the attention workspace root, at the offsets of its layout. */
+struct attn_ws {
+    float *softmax_lse, *lse_accum, *out_accum;
+};
+
+static int attn_launches(struct wsk_exec *x, const char *node, const struct attn_io *io, float **out,
+                         const struct attn_ws *w, const struct wsk_attn_kernel *k)
 {
-    uint32_t B = x->batch, heads = x->cfg->heads, D = x->cfg->head_dim, L = x->kv_len, max_kv = x->cfg->max_kv_len,
-             pos = L - 1, splits = k->splits, per = k->blocks_per_split;
+    uint32_t B = x->batch, heads = x->cfg->heads, kv_heads = x->cfg->kv_heads, D = x->cfg->head_dim, L = x->kv_len,
+             max_kv = x->cfg->max_kv_len, pos = L - 1, splits = k->splits, span = k->split_len;
     dim3 block = {128, 1, 1};
     void *append[] = {
-        (void *)&io->k_cache, (void *)&io->v_cache, (void *)&io->k, (void *)&io->v, &B, &heads, &D, &pos, &max_kv};
-    void *split[] = {
-        out,     &o_part, &lse, (void *)&io->q, (void *)&io->k_cache, (void *)&io->v_cache, &B, &heads, &D, &L,
-        &max_kv, &splits, &per};
-    void *combine[] = {out, &o_part, &lse, &B, &heads, &D, &splits};
-    if (launch(x, node, x->kernels->kv_append, (dim3){B * heads, 1, 1}, block, append) != 0 ||
+        (void *)&io->k_cache, (void *)&io->v_cache, (void *)&io->k, (void *)&io->v, &B, &kv_heads, &D, &pos, &max_kv};
+    void *split[] = {out,
+                     (void *)&w->softmax_lse,
+                     (void *)&w->lse_accum,
+                     (void *)&w->out_accum,
+                     (void *)&io->q,
+                     (void *)&io->k_cache,
+                     (void *)&io->v_cache,
+                     &B,
+                     &heads,
+                     &kv_heads,
+                     &D,
+                     &L,
+                     &max_kv,
+                     &splits,
+                     &span};
+    void *combine[] = {out,    (void *)&w->softmax_lse, (void *)&w->lse_accum, (void *)&w->out_accum, &B, &heads, &D,
+                       &splits};
+    if (launch(x, node, x->kernels->kv_append, (dim3){B * kv_heads, 1, 1}, block, append) != 0 ||
         launch(x, node, x->kernels->attn_split, (dim3){B * heads, splits, 1}, block, split) != 0)
         return -1;
     if (splits > 1)
@@ -178,25 +263,37 @@ static int attn_launches(struct wsk_exec *x, const char *node, const struct attn
     return 0;
 }
 
+static const char *attn_tactic(const struct wsk_attn_kernel *k, char *buf, size_t len)
+{
+    snprintf(buf, len, "splits=%u", k->splits);
+    return buf;
+}
+
+/* The workspace is one allocation, the root of the layout; its buffers are carved out of it at
+ * their aligned offsets, exactly as declared. */
 static int op_attention(struct wsk_exec *x, const char *node, const struct attn_io *io, float **out)
 {
-    struct wsk_attn_attrs at = {x->cfg->heads, x->cfg->head_dim};
+    struct wsk_attn_attrs at = {x->cfg->heads, x->cfg->kv_heads, x->cfg->head_dim};
     struct wsk_attn_kernel k;
+    struct wsk_flash_layout l;
     struct wsk_ws ws;
+    char tactic[32];
     if (wsk_attn_create(&at, x->batch, x->kv_len, &x->dev, &k) != WSK_OK ||
+        wsk_attn_layout(&at, &k, x->batch, &l) != WSK_OK ||
         wsk_attn_level2(&at, &k, x->batch, x->kv_len, &ws) != WSK_OK)
         return unavailable(x, node);
-    declare(x, node, &ws);
-    float *o_part = NULL, *lse = NULL;
+    declare(x, node, &ws, attn_tactic(&k, tactic, sizeof tactic));
+    char *root = NULL;
     if (new_activation(x, node, (uint64_t)x->batch * at.heads * at.head_dim, out) != 0)
         return -1;
-    int rc = 0;
-    if (ws.nslots == 2)
-        rc = ws_alloc(x->alloc, node, WS_WORKSPACE, 0, ws.bytes[0], (void **)&o_part) ||
-             ws_alloc(x->alloc, node, WS_WORKSPACE, 1, ws.bytes[1], (void **)&lse);
+    int rc = ws.nslots == 1 ? ws_alloc(x->alloc, node, WS_WORKSPACE, 0, ws.bytes[0], (void **)&root) : 0;
+    struct attn_ws w = {NULL, NULL, NULL};
+    if (root)
+        w = (struct attn_ws){(float *)(root + l.lse_offset), (float *)(root + l.lse_accum_offset),
+                             (float *)(root + l.out_accum_offset)};
     if (rc == 0)
-        rc = attn_launches(x, node, io, out, o_part, lse, &k);
-    return ws_free(x->alloc, lse) | ws_free(x->alloc, o_part) | rc;
+        rc = attn_launches(x, node, io, out, &w, &k);
+    return ws_free(x->alloc, root) | rc;
 }
 
 static int fetch_outputs(struct wsk_exec *x, const char *node, const float *logits)
@@ -218,7 +315,7 @@ static int op_argmax(struct wsk_exec *x, const char *node, const float *logits)
     struct wsk_ws ws;
     if (wsk_argmax_level2(V, B, &ws) != WSK_OK)
         return unavailable(x, node);
-    declare(x, node, &ws);
+    declare(x, node, &ws, NULL);
     struct wsk_argmax_pair *pairs;
     int32_t *tokens = x->model->tokens;
     if (ws_alloc(x->alloc, node, WS_WORKSPACE, 0, ws.bytes[0], (void **)&pairs) != 0)
@@ -328,11 +425,11 @@ static void estimate(const char *node, enum wsk_status st, const struct wsk_ws *
 
 static bool layer_matmul(const struct wsk_config *c, enum wsk_layer_node node, struct wsk_matmul_attrs *a)
 {
-    uint64_t attn = (uint64_t)c->heads * c->head_dim;
+    uint64_t attn = (uint64_t)c->heads * c->head_dim, kv = (uint64_t)c->kv_heads * c->head_dim;
     switch (node) {
-    case WSK_NODE_Q_PROJ:
+    case WSK_NODE_Q_PROJ: *a = (struct wsk_matmul_attrs){c->hidden, attn, false}; return true;
     case WSK_NODE_K_PROJ:
-    case WSK_NODE_V_PROJ: *a = (struct wsk_matmul_attrs){c->hidden, attn, false}; return true;
+    case WSK_NODE_V_PROJ: *a = (struct wsk_matmul_attrs){c->hidden, kv, false}; return true;
     case WSK_NODE_O_PROJ: *a = (struct wsk_matmul_attrs){attn, c->hidden, false}; return true;
     case WSK_NODE_GATE_PROJ:
     case WSK_NODE_UP_PROJ: *a = (struct wsk_matmul_attrs){c->hidden, c->intermediate, true}; return true;
@@ -350,7 +447,7 @@ void wsk_declare_level1(const struct wsk_config *c, const struct wsk_device *dev
     for (uint32_t l = 0; l < c->layers; l++)
         for (int node = 0; node < WSK_LAYER_NODES; node++) {
             struct wsk_matmul_attrs ma;
-            struct wsk_attn_attrs aa = {c->heads, c->head_dim};
+            struct wsk_attn_attrs aa = {c->heads, c->kv_heads, c->head_dim};
             enum wsk_status st = WSK_OK;
             ws = none;
             if (layer_matmul(c, (enum wsk_layer_node)node, &ma))

@@ -61,10 +61,11 @@ static int outputs_open(struct outputs *o, const struct wsk_config *c, struct ws
 {
     uint64_t maxb = wsk_max_batch(c);
     *o = (struct outputs){.checksum = 0xcbf29ce484222325ull};
-    o->ids = calloc(maxb, sizeof *o->ids);
-    o->tokens = calloc(maxb, sizeof *o->tokens);
-    o->prev_tokens = calloc(maxb, sizeof *o->prev_tokens);
-    o->logits = calloc(maxb * c->vocab, sizeof *o->logits);
+    /* + 1: an empty batch still gets buffers (calloc(0) may return NULL) */
+    o->ids = calloc(maxb + 1, sizeof *o->ids);
+    o->tokens = calloc(maxb + 1, sizeof *o->tokens);
+    o->prev_tokens = calloc(maxb + 1, sizeof *o->prev_tokens);
+    o->logits = calloc(maxb * c->vocab + 1, sizeof *o->logits);
     if (!o->ids || !o->tokens || !o->prev_tokens || !o->logits)
         return wsk_fail(err, WSK_EXIT_FAIL, "wsk: out of host memory");
     if (c->dump_path && !(o->dump = fopen(c->dump_path, "w")))
@@ -181,10 +182,10 @@ static void describe(const struct wsk_config *c, const struct wsk_device *dev)
 {
     char text[256];
     snprintf(text, sizeof text,
-             "layers=%u hidden=%u heads=%u head_dim=%u intermediate=%u vocab=%u "
+             "layers=%u hidden=%u heads=%u kv_heads=%u head_dim=%u intermediate=%u vocab=%u "
              "max_kv_len=%u runs=%u seed=%" PRIu64 " sm_count=%u",
-             c->layers, c->hidden, c->heads, c->head_dim, c->intermediate, c->vocab, c->max_kv_len, c->runs, c->seed,
-             dev->sm_count);
+             c->layers, c->hidden, c->heads, c->kv_heads, c->head_dim, c->intermediate, c->vocab, c->max_kv_len,
+             c->runs, c->seed, dev->sm_count);
     printf("wsk: device %s, %s, alloc %s%s, l1 %s\n", c->device == WSK_DEVICE_CUDA ? "cuda" : "sim", text,
            alloc_names[c->alloc], c->nvtx_mem ? " (NVTX memory annotations)" : "",
            c->l1 == WSK_L1_ENVELOPE ? "envelope" : "max-shape");
@@ -245,6 +246,7 @@ static int session(struct wsk_config *c, struct wsk_error *err)
     struct wsk_model model = {0};
     struct outputs out = {0};
     struct wsk_plans plans = {0};
+    struct wsk_tactics tactics = {0};
     cudaStream_t stream = NULL;
     int rc = 0;
     if (c->plan_path)
@@ -280,11 +282,13 @@ static int session(struct wsk_config *c, struct wsk_error *err)
                               .ids_host = out.ids,
                               .logits_host = out.logits,
                               .tokens_host = out.tokens,
-                              .plans = c->plan_path ? &plans : NULL};
+                              .plans = c->plan_path ? &plans : NULL,
+                              .tactics = &tactics};
         rc = run_all(&x, &out);
     }
     ws_release_all(&alloc);
     wsk_plans_free(&plans);
+    wsk_tactics_free(&tactics);
     wsk_model_destroy(&model);
     if (stream)
         cudaStreamDestroy(stream);

@@ -64,7 +64,7 @@ static int upload(struct builder *b, const char *node, const char *what, const v
 static int make_floats(struct builder *b, const char *node, const char *what, uint64_t count, float center,
                        float spread, float **dev)
 {
-    float *host = malloc(count * sizeof *host);
+    float *host = malloc(count ? count * sizeof *host : 1); /* an empty batch has empty tensors */
     if (!host)
         return wsk_fail(b->a->err, WSK_EXIT_FAIL, "wsk: out of host memory");
     uint64_t st = tensor_stream(b->seed, b->tensor++);
@@ -111,8 +111,8 @@ static int make_qmatrix(struct builder *b, const char *node, uint64_t K, uint64_
 static int make_layer(struct builder *b, const struct wsk_config *c, uint32_t l, struct wsk_layer *L)
 {
     char n[WSK_NODE_NAME];
-    uint64_t attn = (uint64_t)c->heads * c->head_dim;
-    uint64_t cache = (uint64_t)wsk_max_batch(c) * attn * c->max_kv_len;
+    uint64_t attn = (uint64_t)c->heads * c->head_dim, kv = (uint64_t)c->kv_heads * c->head_dim;
+    uint64_t cache = (uint64_t)wsk_max_batch(c) * kv * c->max_kv_len;
     const struct {
         enum wsk_layer_node node;
         uint64_t K, N;
@@ -120,8 +120,8 @@ static int make_layer(struct builder *b, const struct wsk_config *c, uint32_t l,
         struct wsk_qmatrix *q;
     } mats[] = {
         {WSK_NODE_Q_PROJ, c->hidden, attn, false, &L->q},
-        {WSK_NODE_K_PROJ, c->hidden, attn, false, &L->k},
-        {WSK_NODE_V_PROJ, c->hidden, attn, false, &L->v},
+        {WSK_NODE_K_PROJ, c->hidden, kv, false, &L->k},
+        {WSK_NODE_V_PROJ, c->hidden, kv, false, &L->v},
         {WSK_NODE_O_PROJ, attn, c->hidden, false, &L->o},
         {WSK_NODE_GATE_PROJ, c->hidden, c->intermediate, true, &L->gate},
         {WSK_NODE_UP_PROJ, c->hidden, c->intermediate, true, &L->up},

@@ -29,11 +29,14 @@ void wsk_usage(FILE *out)
           "simulated device or a GPU, declaring Level-1 and Level-2 workspace through wstrace.h.\n"
           "  --layers N          decoder layers (2)\n"
           "  --hidden N          hidden size (256)\n"
-          "  --heads N           attention heads (4)\n"
+          "  --heads N           attention (query) heads (4)\n"
+          "  --kv-heads N        key/value heads, dividing --heads (default: --heads);\n"
+          "                      fewer than --heads is grouped-query attention\n"
           "  --head-dim N        size of one head, at most 256 (64)\n"
           "  --intermediate N    MLP size (512)\n"
           "  --vocab N           vocabulary size (1024)\n"
-          "  --batch N[,N...]    sequences per run, cycled over the runs (1)\n"
+          "  --batch N[,N...]    sequences per run, cycled over the runs; 0 runs the graph\n"
+          "                      on empty tensors (1)\n"
           "  --kv-len N[,N...]   KV positions attended per run, cycled over the runs (96)\n"
           "  --max-kv-len N      KV cache capacity, the maximum shape for Level 1 (128)\n"
           "  --runs N            executions of the graph (3)\n"
@@ -136,13 +139,15 @@ enum {
     OPT_DUMP,
     OPT_PLAN,
     OPT_ARENA_CHUNK,
-    OPT_NVTX_MEM
+    OPT_NVTX_MEM,
+    OPT_KV_HEADS
 };
 
 static const struct option long_options[] = {
     {"layers", required_argument, 0, 'l'},
     {"hidden", required_argument, 0, 'H'},
     {"heads", required_argument, 0, 'n'},
+    {"kv-heads", required_argument, 0, OPT_KV_HEADS},
     {"head-dim", required_argument, 0, OPT_HEAD_DIM},
     {"intermediate", required_argument, 0, 'i'},
     {"vocab", required_argument, 0, 'v'},
@@ -183,6 +188,7 @@ static int apply_option(int c, const char *arg, struct wsk_config *cfg, struct w
     case 'l': return parse_u32("--layers", arg, &cfg->layers, err);
     case 'H': return parse_u32("--hidden", arg, &cfg->hidden, err);
     case 'n': return parse_u32("--heads", arg, &cfg->heads, err);
+    case OPT_KV_HEADS: cfg->kv_heads_set = true; return parse_u32("--kv-heads", arg, &cfg->kv_heads, err);
     case OPT_HEAD_DIM: return parse_u32("--head-dim", arg, &cfg->head_dim, err);
     case 'i': return parse_u32("--intermediate", arg, &cfg->intermediate, err);
     case 'v': return parse_u32("--vocab", arg, &cfg->vocab, err);
@@ -257,9 +263,6 @@ static int check_sizes(const struct wsk_config *c, struct wsk_error *err)
     for (size_t i = 0; i < sizeof dims / sizeof dims[0]; i++)
         if (check_positive(dims[i].name, dims[i].v, err))
             return -1;
-    for (uint32_t i = 0; i < c->nbatch; i++)
-        if (check_positive("--batch", c->batch[i], err))
-            return -1;
     for (uint32_t i = 0; i < c->nkv_len; i++) {
         if (check_positive("--kv-len", c->kv_len[i], err))
             return -1;
@@ -273,6 +276,10 @@ static int check_sizes(const struct wsk_config *c, struct wsk_error *err)
         return wsk_fail(err, WSK_EXIT_USAGE, "wsk: --arena-initial-chunk needs --alloc arena");
     if (c->nvtx_mem && c->alloc != WSK_ALLOC_ARENA)
         return wsk_fail(err, WSK_EXIT_USAGE, "wsk: --nvtx-mem needs --alloc arena");
+    if (c->kv_heads == 0 || c->heads % c->kv_heads != 0)
+        return wsk_fail(err, WSK_EXIT_USAGE,
+                        "wsk: --kv-heads %" PRIu32 " must be at least 1 and divide --heads %" PRIu32, c->kv_heads,
+                        c->heads);
     if (c->head_dim > WSK_ATTN_MAX_HEAD_DIM)
         return wsk_fail(err, WSK_EXIT_USAGE, "wsk: --head-dim must be at most %u", WSK_ATTN_MAX_HEAD_DIM);
     if (wsk_max_batch(c) > 65535) /* a grid dimension of the kernels */
@@ -317,5 +324,7 @@ int wsk_parse_options(int argc, char **argv, struct wsk_config *cfg, bool *help,
     }
     if (optind < argc)
         return wsk_fail(err, WSK_EXIT_USAGE, "wsk: unexpected argument '%s'", argv[optind]);
+    if (!cfg->kv_heads_set)
+        cfg->kv_heads = cfg->heads;
     return check_sizes(cfg, err);
 }

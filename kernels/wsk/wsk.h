@@ -21,7 +21,7 @@ enum wsk_alloc_mode { WSK_ALLOC_DYNAMIC, WSK_ALLOC_ASYNC, WSK_ALLOC_PLAN, WSK_AL
 enum wsk_device_kind { WSK_DEVICE_AUTO, WSK_DEVICE_SIM, WSK_DEVICE_CUDA };
 
 struct wsk_config {
-    uint32_t layers, hidden, heads, head_dim, intermediate, vocab;
+    uint32_t layers, hidden, heads, kv_heads, head_dim, intermediate, vocab;
     uint32_t batch[WSK_MAX_LIST], nbatch;   /* cycled over the runs */
     uint32_t kv_len[WSK_MAX_LIST], nkv_len; /* cycled over the runs */
     uint32_t max_kv_len, runs, sm_count;    /* sm_count 0: from the device */
@@ -33,7 +33,8 @@ struct wsk_config {
     const char *plan_path;        /* --plan: trace holding the plans for --alloc plan */
     uint64_t arena_initial_chunk; /* --arena-initial-chunk: first region of --alloc arena */
     bool arena_initial_chunk_set;
-    bool nvtx_mem; /* --nvtx-mem: the arena annotates its regions and chunks (NVTX memory extension) */
+    bool nvtx_mem;     /* --nvtx-mem: the arena annotates its regions and chunks (NVTX memory extension) */
+    bool kv_heads_set; /* --kv-heads given; otherwise kv_heads = heads */
 };
 
 /* Exit statuses, as everywhere in wstrace: 1 failure while running, 2 bad input or usage. */
@@ -249,6 +250,25 @@ int wsk_model_create(struct wsk_model *m, const struct wsk_config *cfg, struct w
 void wsk_model_destroy(struct wsk_model *m);
 uint64_t wsk_rand(uint64_t *state);
 
+/* The matmuls' tactic cache (tactics.c). */
+struct wsk_tactic_entry {
+    struct wsk_matmul_attrs attrs;
+    uint64_t M;
+    struct wsk_matmul_kernel kernel;
+};
+
+struct wsk_tactics {
+    struct wsk_tactic_entry *v;
+    uint32_t n, cap;
+};
+
+/* true and *out: the tactic cached for this shape; false: a miss. */
+bool wsk_tactics_find(const struct wsk_tactics *t, const struct wsk_matmul_attrs *a, uint64_t M,
+                      struct wsk_matmul_kernel *out);
+int wsk_tactics_add(struct wsk_tactics *t, const struct wsk_matmul_attrs *a, uint64_t M,
+                    const struct wsk_matmul_kernel *k);
+void wsk_tactics_free(struct wsk_tactics *t);
+
 /* One run of the graph (graph.c). */
 struct wsk_exec {
     const struct wsk_config *cfg;
@@ -256,7 +276,8 @@ struct wsk_exec {
     const struct wsk_kernel_table *kernels;
     struct wsk_device dev;
     struct ws_allocator *alloc;
-    struct wsk_plans *plans; /* --alloc plan */
+    struct wsk_plans *plans;     /* --alloc plan */
+    struct wsk_tactics *tactics; /* lives as long as the session */
     cudaStream_t stream;
     struct wsk_error *err;
     /* current run */

@@ -165,28 +165,33 @@ Test(ref, matmul_host_entry_points)
 /* ---- attention_decode ---- */
 
 struct attn_case {
-    uint32_t batch, heads, dim, kv_len, max_kv;
+    uint32_t batch, heads, kv_heads, dim, kv_len, max_kv;
     struct wsk_attn_kernel k;
 };
 
-static void attention_double(double *want, const float *q, const float *kc, const float *vc, const struct attn_case *c)
+/* Plain softmax attention in double precision: out and the log-sum-exp of the scaled scores. */
+static void attention_double(double *want, double *want_lse, const float *q, const float *kc, const float *vc,
+                             const struct attn_case *c)
 {
-    double *p = malloc(c->kv_len * sizeof *p);
+    double *p = malloc((c->kv_len + 1) * sizeof *p);
+    uint32_t group = c->heads / c->kv_heads;
     for (uint32_t row = 0; row < c->batch * c->heads; row++) {
+        size_t kv_row = (size_t)(row / c->heads) * c->kv_heads + (row % c->heads) / group;
         double mx = -INFINITY, sum = 0;
         for (uint32_t t = 0; t < c->kv_len; t++) {
             double s = 0;
             for (uint32_t d = 0; d < c->dim; d++)
-                s += (double)q[row * c->dim + d] * kc[((size_t)row * c->max_kv + t) * c->dim + d];
+                s += (double)q[row * c->dim + d] * kc[(kv_row * c->max_kv + t) * c->dim + d];
             p[t] = s / sqrt((double)c->dim);
             mx = fmax(mx, p[t]);
         }
         for (uint32_t t = 0; t < c->kv_len; t++)
             sum += (p[t] = exp(p[t] - mx));
+        want_lse[row] = mx + log(sum);
         for (uint32_t d = 0; d < c->dim; d++) {
             double o = 0;
             for (uint32_t t = 0; t < c->kv_len; t++)
-                o += p[t] * vc[((size_t)row * c->max_kv + t) * c->dim + d];
+                o += p[t] * vc[(kv_row * c->max_kv + t) * c->dim + d];
             want[row * c->dim + d] = o / sum;
         }
     }
@@ -195,55 +200,70 @@ static void attention_double(double *want, const float *q, const float *kc, cons
 
 static void check_attention(struct attn_case c)
 {
-    size_t rows = (size_t)c.batch * c.heads, cache = rows * c.max_kv * c.dim;
-    float *q = random_floats(rows * c.dim), *kn = random_floats(rows * c.dim);
-    float *vn = random_floats(rows * c.dim), *kc = random_floats(cache), *vc = random_floats(cache);
+    struct wsk_attn_attrs a = {c.heads, c.kv_heads, c.dim};
+    struct wsk_flash_layout l;
+    cr_assert_eq(wsk_attn_layout(&a, &c.k, c.batch, &l), WSK_OK);
+    size_t rows = (size_t)c.batch * c.heads, kv_rows = (size_t)c.batch * c.kv_heads;
+    size_t cache = kv_rows * c.max_kv * c.dim;
+    float *q = random_floats(rows * c.dim), *kn = random_floats(kv_rows * c.dim);
+    float *vn = random_floats(kv_rows * c.dim), *kc = random_floats(cache), *vc = random_floats(cache);
     float *out = calloc(rows * c.dim + 1, sizeof *out);
-    float *o_part = calloc(rows * c.k.splits * c.dim + 1, sizeof *o_part);
-    float *lse = calloc(rows * c.k.splits + 1, sizeof *lse);
-    double *want = calloc(rows * c.dim + 1, sizeof *want);
-    wsk_ref_attention_decode(out, q, kn, vn, kc, vc, c.batch, c.heads, c.dim, c.kv_len, c.max_kv, &c.k, o_part, lse);
-    for (size_t row = 0; row < rows; row++) /* the new token went to position kv_len-1 */
+    char *ws = calloc(l.total_bytes + 1, 1);
+    double *want = calloc(rows * c.dim + 1, sizeof *want), *want_lse = calloc(rows + 1, sizeof *want_lse);
+    wsk_ref_attention_decode(out, q, kn, vn, kc, vc, &a, c.batch, c.kv_len, c.max_kv, &c.k, ws);
+    for (size_t row = 0; row < kv_rows; row++) /* the new token went to position kv_len-1 */
         cr_assert_arr_eq(&kc[(row * c.max_kv + c.kv_len - 1) * c.dim], &kn[row * c.dim], c.dim * sizeof(float));
-    attention_double(want, q, kc, vc, &c);
+    attention_double(want, want_lse, q, kc, vc, &c);
     expect_close(out, want, rows * c.dim, 1e-5);
-    free(q), free(kn), free(vn), free(kc), free(vc), free(out), free(o_part), free(lse), free(want);
+    const float *lse = (const float *)(ws + l.lse_offset);
+    for (size_t row = 0; row < rows; row++)
+        cr_expect(fabs(lse[row] - want_lse[row]) <= 1e-5 * (1.0 + fabs(want_lse[row])), "lse %zu: %g vs %g", row,
+                  (double)lse[row], want_lse[row]);
+    free(q), free(kn), free(vn), free(kc), free(vc), free(out), free(ws), free(want), free(want_lse);
 }
 
 Test(ref, attention_decode)
 {
-    check_attention((struct attn_case){1, 1, 8, 1, 4, {1, 1}});      /* KV length 1 */
-    check_attention((struct attn_case){1, 4, 64, 96, 128, {1, 3}});  /* one split */
-    check_attention((struct attn_case){2, 3, 16, 96, 100, {3, 1}});  /* three splits */
-    check_attention((struct attn_case){1, 2, 32, 300, 300, {2, 5}}); /* chunks of 128 */
-    check_attention((struct attn_case){3, 2, 24, 70, 80, {3, 1}});   /* short last split */
-    check_attention((struct attn_case){0, 4, 16, 10, 16, {1, 1}});   /* empty batch */
+    check_attention((struct attn_case){1, 1, 1, 8, 1, 4, {1, 256}});      /* KV length 1 */
+    check_attention((struct attn_case){1, 4, 4, 64, 96, 128, {1, 256}});  /* one split */
+    check_attention((struct attn_case){2, 3, 3, 16, 96, 100, {3, 32}});   /* three splits */
+    check_attention((struct attn_case){1, 2, 2, 32, 300, 300, {2, 160}}); /* chunks of 128 */
+    check_attention((struct attn_case){3, 2, 2, 24, 70, 80, {3, 32}});    /* short last split */
+    check_attention((struct attn_case){2, 8, 2, 72, 200, 210, {4, 64}});  /* GQA, head size not a multiple of 32 */
+    check_attention((struct attn_case){0, 4, 4, 16, 10, 16, {1, 256}});   /* empty batch */
 }
 
-/* The splits of the heuristic itself, through the host entry points. */
+/* The splits of the rule itself (B=1, 2 heads of 64, 108 SMs: 16 splits at 4096 positions),
+ * through the host entry points with the buffers of the root. */
 Test(ref, attention_host_entry_points)
 {
-    struct wsk_attn_attrs a = {2, 16};
-    struct wsk_device dev = {8};
+    struct wsk_attn_attrs a = {2, 2, 64};
+    struct wsk_device dev = {108};
     struct wsk_attn_kernel k;
-    uint32_t B = 1, H = 2, D = 16, L = 160, max_kv = 160, pos = L - 1;
+    struct wsk_flash_layout l;
+    uint32_t B = 1, H = 2, KVH = 2, D = 64, L = 4096, max_kv = 4096, pos = L - 1;
     cr_assert_eq(wsk_attn_create(&a, B, L, &dev, &k), WSK_OK);
-    cr_assert_gt(k.splits, 1);
-    struct attn_case c = {B, H, D, L, max_kv, k};
-    float *q = random_floats(H * D), *kn = random_floats(H * D), *vn = random_floats(H * D);
-    float *kc = random_floats(H * max_kv * D), *vc = random_floats(H * max_kv * D);
-    float *out = calloc(H * D, sizeof *out), *o_part = calloc(H * k.splits * D, sizeof *o_part);
-    float *lse = calloc(H * k.splits, sizeof *lse);
-    double want[32];
-    void *append[] = {&kc, &vc, &kn, &vn, &B, &H, &D, &pos, &max_kv};
-    void *split[] = {&out, &o_part, &lse, &q, &kc, &vc, &B, &H, &D, &L, &max_kv, &k.splits, &k.blocks_per_split};
-    void *combine[] = {&out, &o_part, &lse, &B, &H, &D, &k.splits};
+    cr_assert_eq(k.splits, 16);
+    cr_assert_eq(wsk_attn_layout(&a, &k, B, &l), WSK_OK);
+    struct attn_case c = {B, H, KVH, D, L, max_kv, k};
+    float *q = random_floats(H * D), *kn = random_floats(KVH * D), *vn = random_floats(KVH * D);
+    float *kc = random_floats((size_t)KVH * max_kv * D), *vc = random_floats((size_t)KVH * max_kv * D);
+    float *out = calloc(H * D, sizeof *out);
+    char *root = calloc(l.total_bytes, 1);
+    float *lse = (float *)(root + l.lse_offset), *lse_accum = (float *)(root + l.lse_accum_offset),
+          *out_accum = (float *)(root + l.out_accum_offset);
+    double want[128], want_lse[2];
+    void *append[] = {&kc, &vc, &kn, &vn, &B, &KVH, &D, &pos, &max_kv};
+    void *split[] = {&out, &lse, &lse_accum, &out_accum, &q,      &kc,       &vc,         &B,
+                     &H,   &KVH, &D,         &L,         &max_kv, &k.splits, &k.split_len};
+    void *combine[] = {&out, &lse, &lse_accum, &out_accum, &B, &H, &D, &k.splits};
     wsk_host_kv_append(append);
     wsk_host_attn_split(split);
     wsk_host_attn_combine(combine);
-    attention_double(want, q, kc, vc, &c);
+    attention_double(want, want_lse, q, kc, vc, &c);
     expect_close(out, want, H * D, 1e-5);
-    free(q), free(kn), free(vn), free(kc), free(vc), free(out), free(o_part), free(lse);
+    cr_expect(fabs(lse[1] - want_lse[1]) <= 1e-5 * (1.0 + fabs(want_lse[1])));
+    free(q), free(kn), free(vn), free(kc), free(vc), free(out), free(root);
 }
 
 /* ---- argmax ---- */
