@@ -273,19 +273,23 @@ static int context_add(struct contexts *c, int32_t node, int64_t key, int32_t de
 }
 
 /* Sorted, without duplicates, and without a (node, key, unknown device) entry when that key has
- * a known device: an occurrence that allocated nothing does not add a context of its own. */
+ * a known device: an occurrence that allocated nothing does not add a context of its own.  An
+ * unknown device sorts first among its key's entries, so after removing duplicates the entry that
+ * follows it tells. */
 static void contexts_normalize(struct contexts *c)
 {
     qsort(c->v, c->n, sizeof *c->v, context_cmp);
     size_t n = 0;
+    for (size_t i = 0; i < c->n; i++)
+        if (n == 0 || context_cmp(&c->v[n - 1], &c->v[i]) != 0)
+            c->v[n++] = c->v[i];
+    c->n = n;
+    n = 0;
     for (size_t i = 0; i < c->n; i++) {
-        const struct context *x = &c->v[i];
-        if (n > 0 && context_cmp(&c->v[n - 1], x) == 0)
-            continue;
-        int unknown_with_known = x->device < 0 && i + 1 < c->n && c->v[i + 1].node == x->node &&
-                                 c->v[i + 1].key == x->key && c->v[i + 1].device >= 0;
-        if (!unknown_with_known)
-            c->v[n++] = *x;
+        const struct context *x = &c->v[i], *next = i + 1 < c->n ? &c->v[i + 1] : NULL;
+        if (x->device < 0 && next && next->node == x->node && next->key == x->key)
+            continue; /* next has the same key and, sorting after -1, a known device */
+        c->v[n++] = *x;
     }
     c->n = n;
 }

@@ -261,6 +261,26 @@ Test(verify, devices_are_verified_separately)
     }
 }
 
+/* Two occurrences of "sometimes" with the same key: the first allocates 100 B on device 0, the
+ * second nothing.  One context (device 0): one row, L1 = L2 = 100, used 100, ok; the
+ * allocation-less occurrence adds no row of an unknown device. */
+Test(verify, an_occurrence_without_allocations_adds_no_context)
+{
+    sqlite3 *db = tb_create(trace, sizeof trace);
+    tb_string(db, 1, "sometimes");
+    tb_run(db, 1, NONE, 0, 100);
+    tb_range(db, 1, 1, NONE, 0, 1, 10, 20);
+    tb_range(db, 2, 1, NONE, 0, 1, 30, 40);
+    tb_range(db, 3, 1, NONE, 0, 1, 50, 60);
+    tb_alloc(db, 1, 100, 2, 1, 31, 32, 2);
+    tb_declare(db, 1, 1, 0, 100, NONE);
+    tb_declare(db, 2, 1, 0, 100, 1);
+    sqlite3_close(db);
+    cr_expect_eq(verify(1), WS_EXIT_OK);
+    cr_expect_eq(rows_of("sometimes"), 1);
+    expect_verdict("sometimes", NULL, 0, 0, "ok");
+}
+
 /* ---- workspace allocated in a range nested inside the declaring node ---- */
 
 /*
