@@ -5,8 +5,9 @@
 # Leaves in out/demo/: dynamic.db, arena.db and planned.db (the traces), report.md (dynamic
 # against planned), arena-report.md (a caching arena against planned), plan.svg (a picture of the
 # layouts: blocks over time and offset, one panel per shape key), dynamic.html (the page of
-# `wstrace view` of the dynamic trace), and the outputs of each step
-# (*.txt).  Uses the GPU when one is present, else the simulated
+# `wstrace view` of the dynamic trace), drop-max-shape.db and drop-envelope.db (the
+# flash-decoding drop), and the outputs of each step (*.txt).  Uses the GPU when one is present,
+# else the simulated
 # device.  Options: WSK_ARGS overrides the workload configuration.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -16,7 +17,7 @@ build=${WSTRACE_BUILD:-build}
 mkdir -p "$out"
 
 step=0
-steps=10
+steps=11
 say() {
     step=$((step + 1))
     printf '\n\033[1m[%d/%d] %s\033[0m\n' "$step" "$steps" "$*"
@@ -43,16 +44,47 @@ rm -f "$out/dynamic.db" "$out/planned.db"
 say "summary"
 "$wstrace" summary "$out/dynamic.db" | tee "$out/summary.txt"
 
-say "lifetimes and workspace resolution: max(profile, estimator) per node"
+say "lifetimes and resolution: the planner's ledger (max(profile, estimator)) and ONNX Runtime's"
 "$wstrace" lifetimes "$out/dynamic.db" >"$out/lifetimes.txt"
 "$wstrace" resolve "$out/dynamic.db" >"$out/resolve.txt"
 head -n 12 "$out/resolve.txt"
 echo "... (all nodes in out/demo/resolve.txt)"
-tail -n 2 "$out/resolve.txt"
+sed -n '/^planner.s ledger/,$p' "$out/resolve.txt"
 
 say "verify Level-2 declarations against Level 1 and observed use"
 "$wstrace" verify --strict "$out/dynamic.db" >"$out/verify.txt" || { cat "$out/verify.txt"; exit 1; }
 tail -n 2 "$out/verify.txt"
+
+say "flash decoding: one more KV position, less workspace; a Level 1 at the maximum shape only is caught"
+# ONNX Runtime's split rule for 2 heads of 64 on 108 SMs: 54 splits at 13,824 positions, 28 at 13,825.
+drop=(--layers 1 --heads 2 --head-dim 64 --sm-count 108 --batch 1 --kv-len 13824,13825 --max-kv-len 13825 --runs 2)
+for policy in max-shape envelope; do
+    rm -f "$out/drop-$policy.db"
+    "$wstrace" record -o "$out/drop-$policy.db" -- "$wsk" "${drop[@]}" --l1 "$policy" >"$out/drop-$policy-run.txt"
+done
+sqlite3 -separator '  ' "$out/drop-max-shape.db" "
+    SELECT k.value, t.value, 'Level 2 root ' || d.bytes || ' B',
+           'accumulators ' || (SELECT SUM(r.bytes) FROM declaration_regions r WHERE r.declaration_id = d.id
+                                AND r.ordinal > 0) || ' B'
+    FROM declarations d JOIN strings s ON s.id = d.node_name_id JOIN runs u ON u.id = d.run_id
+    JOIN strings k ON k.id = u.shape_key_id JOIN declaration_details x ON x.declaration_id = d.id
+    JOIN strings t ON t.id = x.tactic_id
+    WHERE d.level = 2 AND s.value LIKE '%GroupQueryAttention' ORDER BY k.value"
+for policy in max-shape envelope; do
+    printf 'Level 1 (%s): %s B\n' "$policy" "$(sqlite3 "$out/drop-$policy.db" "SELECT MAX(d.bytes) FROM declarations d
+        JOIN strings s ON s.id = d.node_name_id WHERE d.level = 1 AND s.value LIKE '%GroupQueryAttention'")"
+done
+for policy in max-shape envelope; do
+    status=0
+    "$wstrace" verify --strict "$out/drop-$policy.db" >"$out/drop-$policy-verify.txt" || status=$?
+    echo "verify --strict, Level 1 $policy: exit $status"
+    grep -E '^NODE|GroupQueryAttention' "$out/drop-$policy-verify.txt" | sed 's/   */  /g'
+    tail -n 1 "$out/drop-$policy-verify.txt"
+    case $policy:$status in
+    max-shape:1 | envelope:0) ;;
+    *) echo "unexpected verification result for --l1 $policy (exit $status)" >&2; exit 1 ;;
+    esac
+done
 
 say "plan: one static layout per shape key"
 "$wstrace" plan "$out/dynamic.db" --svg "$out/plan.svg" | tee "$out/plan.txt"

@@ -19,8 +19,9 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BUILD_DIR=${BUILD_DIR:-$ROOT/build-gpu}
 CUDA_ARCH=${CUDA_ARCH:-native}
 TOLERANCE=${TOLERANCE:-1e-3}
-# Two shape keys; kv 1024 vs a maximum of 1056 exercises 32 vs 17 attention splits.
-WSK_ARGS=${WSK_ARGS:---layers 4 --batch 1,4 --kv-len 96,1024 --max-kv-len 1056 --runs 4}
+# Two shape keys and grouped-query attention (4 query heads over 2 KV heads): on a GPU of 132 SMs
+# kv 1024 takes 4 flash-decoding splits (the split and combine kernels), kv 96 one.
+WSK_ARGS=${WSK_ARGS:---layers 4 --kv-heads 2 --batch 1,4 --kv-len 96,1024 --max-kv-len 1056 --runs 4}
 OUT=$BUILD_DIR/gpu-check
 failures=0
 
