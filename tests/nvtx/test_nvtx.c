@@ -410,9 +410,11 @@ static char *per_node_figures(const char *trace)
                                   "LEFT JOIN strings s ON s.id=l.node_name_id GROUP BY s.value, l.class "
                                   "ORDER BY s.value, l.class)");
     char *resolutions = tu_text(db, "SELECT group_concat(line, char(10)) FROM (SELECT s.value || ' ' || "
-                                    "COALESCE(r.profile_bytes, 'null') || ' ' || COALESCE(r.estimate_bytes, 'null') "
-                                    "|| ' ' || r.output_bytes || ' ' || r.resolved_bytes || ' ' || r.source AS line "
-                                    "FROM resolutions r JOIN strings s ON s.id=r.node_name_id ORDER BY s.value)");
+                                    "COALESCE(r.planner_profile_bytes, 'null') || ' ' || "
+                                    "COALESCE(r.estimate_bytes, 'null') || ' ' || COALESCE(r.planner_bytes, 'null') "
+                                    "|| ' ' || r.planner_source || ' ' || r.ort_cost_bytes || ' ' || r.ort_source "
+                                    "AS line FROM resolutions r JOIN strings s ON s.id=r.node_name_id "
+                                    "ORDER BY s.value)");
     sqlite3_close(db);
     cr_assert_not_null(lifetimes);
     cr_assert_not_null(resolutions);
