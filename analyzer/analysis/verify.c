@@ -278,6 +278,8 @@ static int context_add(struct contexts *c, int32_t node, int64_t key, int32_t de
  * follows it tells. */
 static void contexts_normalize(struct contexts *c)
 {
+    if (c->n == 0) /* c->v is NULL then */
+        return;
     qsort(c->v, c->n, sizeof *c->v, context_cmp);
     size_t n = 0;
     for (size_t i = 0; i < c->n; i++)
@@ -493,7 +495,8 @@ static int observe_all(const struct ws_analysis *an, const struct facts *fs, str
             goto out;
         k = j;
     }
-    qsort(o->v, o->n, sizeof *o->v, observation_cmp);
+    if (o->n > 0) /* o->v is NULL when nothing was observed */
+        qsort(o->v, o->n, sizeof *o->v, observation_cmp);
     rc = 0;
 out:
     free(order);
