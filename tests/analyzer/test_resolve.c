@@ -121,7 +121,8 @@ Test(resolve, both_ledgers_by_hand)
     char *text = tb_read_file(out);
     cr_expect_not_null(strstr(text, "max (estimator larger)"), "%s", text);
     cr_expect_not_null(strstr(text, "max (profile larger)"), "%s", text);
-    cr_expect_not_null(strstr(text, "planner's ledger (workspace to reserve): 4.7 KiB over 7 nodes, 0 unknown"), "%s", text);
+    cr_expect_not_null(strstr(text, "planner's ledger (workspace to reserve): 4.7 KiB over 7 nodes, 0 unknown"), "%s",
+                       text);
     cr_expect_not_null(strstr(text, "ORT's ledger (IResourceAccountant cost, stats from this trace): 1.8 KiB"), "%s",
                        text);
     free(text);
