@@ -632,7 +632,7 @@
    * result table (the layers of a partition against a budget) gets its panel by an entry here. */
   const TABLE_PANELS = [
     { table: 'verifications', title: 'Verification: Level 2 against Level 1 and observed use', summary: 'verdict', flag: (c) => (r) => r[c.indexOf('verdict')] !== 'ok' },
-    { table: 'resolutions', title: 'Resolution: workspace per node, max(profile, estimator)', summary: 'source' },
+    { table: 'resolutions', title: 'Resolution per node: the planner\'s ledger (planner_*, max(profile, estimator)) and ONNX Runtime\'s (ort_*, the accountant\'s cost)', summary: 'planner_source' },
     { table: 'partitions', title: 'Layers against the budget' },
     { table: 'partition', title: 'Layers against the budget' },
   ];

@@ -289,16 +289,16 @@ Test(view, recorded_program_in_a_browser)
     free(chips);
     /* sorting a table by a column: the first row then holds the column's largest value */
     js("(() => { const th = Array.from(document.querySelectorAll('#table-resolutions th'))"
-       ".find((t) => t.textContent === 'resolved_bytes'); th.click(); th.click(); return 1; })()");
+       ".find((t) => t.textContent === 'planner_bytes'); th.click(); th.click(); return 1; })()");
     char *top = eval_text("document.querySelector('#table-resolutions tbody tr td').textContent");
     char *want_top = sql_text(db, "SELECT s.value FROM resolutions r JOIN strings s ON s.id = r.node_name_id"
-                                  " ORDER BY r.resolved_bytes DESC LIMIT 1");
-    int64_t max_resolved = sqltest_int(db, "SELECT MAX(resolved_bytes) FROM resolutions");
+                                  " ORDER BY r.planner_bytes DESC LIMIT 1");
+    int64_t max_resolved = sqltest_int(db, "SELECT MAX(planner_bytes) FROM resolutions");
     snprintf(sql, sizeof sql,
              "SELECT COUNT(*) FROM resolutions r JOIN strings s ON s.id = r.node_name_id"
-             " WHERE r.resolved_bytes = %lld AND s.value = '%s'",
+             " WHERE r.planner_bytes = %lld AND s.value = '%s'",
              (long long)max_resolved, top);
-    cr_expect_eq(sqltest_int(db, sql), 1, "sorted by resolved_bytes, the first row is '%s' (one of the largest: '%s')",
+    cr_expect_eq(sqltest_int(db, sql), 1, "sorted by planner_bytes, the first row is '%s' (one of the largest: '%s')",
                  top, want_top);
     free(top);
     free(want_top);
