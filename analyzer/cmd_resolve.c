@@ -268,12 +268,13 @@ static int print_json(const struct resolve_options *o, const struct ws_analysis 
             json_decref(nodes);
             nodes = NULL;
         }
-    json_t *root = json_pack(
-        "{s:o, s:I, s:{s:I, s:I, s:o}, s:{s:s, s:f, s:I, s:o}, s:o}", "trace", ws_json_text(o->trace), "node_count", (json_int_t)n,
-        "planner", "total_bytes", (json_int_t)t.planner_bytes, "unknown_nodes", (json_int_t)t.planner_unknown,
-        "coverage", coverage_json(t.planner_by_source, WS_SOURCE_COUNT, planner_name, n), "ort", "mode",
-        ws_ort_mode_name(o->mode), "fallback_multiplier", o->multiplier, "total_cost_bytes", (json_int_t)t.ort_bytes,
-        "coverage", coverage_json(t.ort_by_source, WS_ORT_SOURCE_COUNT, ort_name, n), "nodes", nodes);
+    json_t *root = json_pack("{s:o, s:I, s:{s:I, s:I, s:o}, s:{s:s, s:f, s:I, s:o}, s:o}", "trace",
+                             ws_json_text(o->trace), "node_count", (json_int_t)n, "planner", "total_bytes",
+                             (json_int_t)t.planner_bytes, "unknown_nodes", (json_int_t)t.planner_unknown, "coverage",
+                             coverage_json(t.planner_by_source, WS_SOURCE_COUNT, planner_name, n), "ort", "mode",
+                             ws_ort_mode_name(o->mode), "fallback_multiplier", o->multiplier, "total_cost_bytes",
+                             (json_int_t)t.ort_bytes, "coverage",
+                             coverage_json(t.ort_by_source, WS_ORT_SOURCE_COUNT, ort_name, n), "nodes", nodes);
     return ws_json_print(root, stdout);
 }
 

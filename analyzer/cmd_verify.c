@@ -198,8 +198,9 @@ static json_t *text_or_null(const char *text) { return ws_json_text(text); }
 
 static json_t *slot_json(const struct ws_analysis *an, const struct ws_verification *v)
 {
-    return json_pack("{s:o, s:o, s:o, s:I, s:o, s:o, s:o, s:b, s:o, s:o, s:s}", "node", ws_json_text(an->nodes[v->node].name),
-                     "shape_key", text_or_null(ws_analysis_key_text(an, v->shape_key_id)), "device",
+    return json_pack("{s:o, s:o, s:o, s:I, s:o, s:o, s:o, s:b, s:o, s:o, s:s}", "node",
+                     ws_json_text(an->nodes[v->node].name), "shape_key",
+                     text_or_null(ws_analysis_key_text(an, v->shape_key_id)), "device",
                      v->device < 0 ? json_null() : json_integer(v->device), "slot", (json_int_t)v->slot, "level1_bytes",
                      ws_json_bytes(v->level1_bytes), "level2_bytes", ws_json_bytes(v->level2_bytes), "observed_bytes",
                      ws_json_bytes(v->observed_bytes), "region_overflow", v->region_overflow, "tactic_kind",
@@ -223,8 +224,8 @@ static int print_json(const struct verify_options *o, const struct ws_analysis *
             json_decref(counts);
             counts = NULL;
         }
-    json_t *root = json_pack("{s:o, s:b, s:I, s:o, s:o}", "trace", ws_json_text(o->trace), "strict", o->strict, "slot_count",
-                             (json_int_t)n, "verdicts", counts, "slots", slots);
+    json_t *root = json_pack("{s:o, s:b, s:I, s:o, s:o}", "trace", ws_json_text(o->trace), "strict", o->strict,
+                             "slot_count", (json_int_t)n, "verdicts", counts, "slots", slots);
     return ws_json_print(root, stdout);
 }
 
