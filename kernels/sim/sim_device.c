@@ -23,6 +23,27 @@ cudaError_t cudaSetDevice(int device)
     return cudaSuccess;
 }
 
+/* Scheduling and mapping flags: accepted and remembered (nothing on this device depends on them). */
+static unsigned device_flags = cudaDeviceScheduleAuto;
+
+cudaError_t cudaSetDeviceFlags(unsigned int flags)
+{
+    unsigned known = cudaDeviceScheduleMask | cudaDeviceMapHost | cudaDeviceLmemResizeToMax;
+    if (flags & ~known)
+        return sim_result(cudaErrorInvalidValue);
+    __atomic_store_n(&device_flags, flags, __ATOMIC_RELAXED);
+    return cudaSuccess;
+}
+
+/* cudaDeviceMapHost is always on: pinned memory is its own device pointer. */
+cudaError_t cudaGetDeviceFlags(unsigned int *flags)
+{
+    if (!flags)
+        return sim_result(cudaErrorInvalidValue);
+    *flags = __atomic_load_n(&device_flags, __ATOMIC_RELAXED) | cudaDeviceMapHost;
+    return cudaSuccess;
+}
+
 cudaError_t cudaGetDevice(int *device)
 {
     if (!device)

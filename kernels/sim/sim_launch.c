@@ -20,10 +20,14 @@ struct sim_function {
     char *device_name;
 };
 
+/* A host kernel, and the sizes of its parameters when they were registered: a graph kernel node
+ * keeps a copy of its arguments, which it can make only knowing their sizes. */
 struct sim_host_kernel {
     struct sim_host_kernel *next;
-    char *device_name;
+    char *device_name; /* NULL: a host function launched by address (wssim_register_function_params) */
     sim_host_kernel_fn fn;
+    unsigned nparams;
+    size_t *sizes; /* NULL: no layout registered */
 };
 
 /* Both lists are guarded by sim_lock. */
@@ -33,31 +37,86 @@ static struct sim_host_kernel *host_kernels;
 static struct sim_host_kernel *find_host_kernel(const char *device_name)
 {
     for (struct sim_host_kernel *k = host_kernels; k; k = k->next)
-        if (strcmp(k->device_name, device_name) == 0)
+        if (k->device_name && strcmp(k->device_name, device_name) == 0)
             return k;
     return NULL;
 }
+
+static struct sim_host_kernel *find_host_function(sim_host_kernel_fn fn)
+{
+    for (struct sim_host_kernel *k = host_kernels; k; k = k->next)
+        if (!k->device_name && k->fn == fn)
+            return k;
+    return NULL;
+}
+
+/* Registers (or replaces) a host kernel by device name, or a layout for a host function
+ * (device_name NULL); sizes NULL keeps no layout.  sim_lock held. */
+static int register_locked(const char *device_name, sim_host_kernel_fn fn, unsigned nparams, const size_t *sizes)
+{
+    struct sim_host_kernel *k = device_name ? find_host_kernel(device_name) : find_host_function(fn);
+    size_t *copy = NULL;
+    if (sizes) {
+        copy = malloc((nparams ? nparams : 1) * sizeof *copy);
+        if (!copy)
+            return -1;
+        memcpy(copy, sizes, nparams * sizeof *copy);
+    }
+    if (!k) {
+        k = calloc(1, sizeof *k);
+        char *name = device_name ? strdup(device_name) : NULL;
+        if (!k || (device_name && !name)) {
+            free(k);
+            free(name);
+            free(copy);
+            return -1;
+        }
+        k->device_name = name;
+        k->next = host_kernels;
+        host_kernels = k;
+    }
+    k->fn = fn;
+    if (sizes || device_name) { /* a plain re-registration by name forgets an older layout */
+        free(k->sizes);
+        k->sizes = copy;
+        k->nparams = sizes ? nparams : 0;
+    }
+    return 0;
+}
+
+enum { MAX_PARAMS = 1024 };
 
 int wssim_register_host_kernel(const char *device_name, void (*fn)(void **args))
 {
     if (!device_name || !fn)
         return -1;
     pthread_mutex_lock(&sim_lock);
-    struct sim_host_kernel *k = find_host_kernel(device_name);
-    if (!k && (k = calloc(1, sizeof *k)) != NULL) {
-        k->device_name = strdup(device_name);
-        if (!k->device_name) {
-            free(k);
-            k = NULL;
-        } else {
-            k->next = host_kernels;
-            host_kernels = k;
-        }
-    }
-    if (k)
-        k->fn = fn;
+    int rc = register_locked(device_name, fn, 0, NULL);
     pthread_mutex_unlock(&sim_lock);
-    return k ? 0 : -1;
+    return rc;
+}
+
+int wssim_register_host_kernel_params(const char *device_name, void (*fn)(void **args), unsigned nparams,
+                                      const size_t *param_sizes)
+{
+    if (!device_name || !fn || nparams > MAX_PARAMS || (nparams && !param_sizes))
+        return -1;
+    static const size_t none = 0;
+    pthread_mutex_lock(&sim_lock);
+    int rc = register_locked(device_name, fn, nparams, nparams ? param_sizes : &none);
+    pthread_mutex_unlock(&sim_lock);
+    return rc;
+}
+
+int wssim_register_function_params(void (*fn)(void **args), unsigned nparams, const size_t *param_sizes)
+{
+    if (!fn || nparams > MAX_PARAMS || (nparams && !param_sizes))
+        return -1;
+    static const size_t none = 0;
+    pthread_mutex_lock(&sim_lock);
+    int rc = register_locked(NULL, fn, nparams, nparams ? param_sizes : &none);
+    pthread_mutex_unlock(&sim_lock);
+    return rc;
 }
 
 /* ---- registration entry points called by nvcc-generated constructors ---- */
@@ -221,20 +280,55 @@ static int config_valid(dim3 grid, dim3 block)
 /* Resolves what a launch names to the host function that runs it, with sim_lock held:
  * a registered stub or kernel handle goes through its device name; anything else is taken to be
  * a host kernel itself. Returns NULL when a registered kernel has no host implementation. */
-static sim_host_kernel_fn resolve_locked(const void *func)
+static sim_host_kernel_fn resolve_locked(const void *func, const struct sim_host_kernel **entry)
 {
     struct sim_entry *e = sim_table_get(func);
+    *entry = NULL;
     if (e && (e->kind == SIM_STUB || e->kind == SIM_KERNEL)) {
         const struct sim_function *f = e->data;
         const struct sim_host_kernel *k = find_host_kernel(f->device_name);
+        *entry = k;
         return k ? k->fn : NULL;
     }
     if (e) /* memory, a stream or another handle is not code */
         return NULL;
+    *entry = find_host_function((sim_host_kernel_fn)func);
     return (sim_host_kernel_fn)func;
 }
 
-static cudaError_t launch(const void *func, dim3 grid, dim3 block, void **args, cudaStream_t stream)
+cudaError_t sim_kernel_layout_locked(const void *func, unsigned *nparams, const size_t **sizes)
+{
+    const struct sim_host_kernel *k;
+    if (!func)
+        return cudaErrorInvalidDeviceFunction;
+    sim_host_kernel_fn fn = resolve_locked(func, &k);
+    cudaError_t err = !fn ? cudaErrorInvalidDeviceFunction : !k || !k->sizes ? cudaErrorNotSupported : cudaSuccess;
+    if (err == cudaSuccess) {
+        *nparams = k->nparams;
+        *sizes = k->sizes;
+    }
+    return err;
+}
+
+cudaError_t sim_run_kernel(const void *func, dim3 grid, dim3 block, void **args)
+{
+    const struct sim_host_kernel *k;
+    if (!func)
+        return cudaErrorInvalidDeviceFunction;
+    if (!config_valid(grid, block))
+        return cudaErrorInvalidConfiguration;
+    pthread_mutex_lock(&sim_lock);
+    sim_host_kernel_fn fn = resolve_locked(func, &k);
+    if (fn)
+        sim_stats.launches++;
+    pthread_mutex_unlock(&sim_lock);
+    if (!fn)
+        return cudaErrorInvalidDeviceFunction;
+    fn(args); /* outside the lock: a kernel may call the runtime */
+    return cudaSuccess;
+}
+
+static cudaError_t launch(const void *func, dim3 grid, dim3 block, size_t smem, void **args, cudaStream_t stream)
 {
     if (!func)
         return sim_result(cudaErrorInvalidDeviceFunction);
@@ -242,49 +336,40 @@ static cudaError_t launch(const void *func, dim3 grid, dim3 block, void **args, 
         return sim_result(cudaErrorInvalidConfiguration);
     if (!sim_stream_valid(stream))
         return sim_result(cudaErrorInvalidResourceHandle);
-    pthread_mutex_lock(&sim_lock);
-    sim_host_kernel_fn fn = resolve_locked(func);
-    if (fn)
-        sim_stats.launches++;
-    pthread_mutex_unlock(&sim_lock);
-    if (!fn)
-        return sim_result(cudaErrorInvalidDeviceFunction);
-    fn(args); /* outside the lock: a kernel may call the runtime */
-    return cudaSuccess;
+    SIM_CAPTURE_OP(stream, .kind = SIM_OP_KERNEL, .func = func, .grid = grid, .block = block, .smem = smem,
+                   .args = args);
+    return sim_result(sim_run_kernel(func, grid, block, args));
 }
 
 cudaError_t cudaLaunchKernel(const void *func, dim3 gridDim, dim3 blockDim, void **args, size_t sharedMem,
                              cudaStream_t stream)
 {
-    (void)sharedMem;
-    return launch(func, gridDim, blockDim, args, stream);
+    return launch(func, gridDim, blockDim, sharedMem, args, stream);
 }
 
 cudaError_t cudaLaunchCooperativeKernel(const void *func, dim3 gridDim, dim3 blockDim, void **args, size_t sharedMem,
                                         cudaStream_t stream)
 {
-    (void)sharedMem;
-    return launch(func, gridDim, blockDim, args, stream);
+    return launch(func, gridDim, blockDim, sharedMem, args, stream);
 }
 
 cudaError_t cudaLaunchKernelExC(const cudaLaunchConfig_t *config, const void *func, void **args)
 {
     if (!config)
         return sim_result(cudaErrorInvalidValue);
-    return launch(func, config->gridDim, config->blockDim, args, config->stream);
+    return launch(func, config->gridDim, config->blockDim, config->dynamicSmemBytes, args, config->stream);
 }
 
 /* Only registered handles are launched: a handle is never called as a function. */
 cudaError_t __cudaLaunchKernel(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim, void **args, size_t sharedMem,
                                cudaStream_t stream)
 {
-    (void)sharedMem;
     pthread_mutex_lock(&sim_lock);
     int known = kernel && sim_table_has(kernel, SIM_KERNEL);
     pthread_mutex_unlock(&sim_lock);
     if (!known)
         return sim_result(cudaErrorInvalidDeviceFunction);
-    return launch(kernel, gridDim, blockDim, args, stream);
+    return launch(kernel, gridDim, blockDim, sharedMem, args, stream);
 }
 
 SIM_ALIAS(__cudaLaunchKernel_ptsz, __cudaLaunchKernel);

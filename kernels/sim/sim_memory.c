@@ -58,13 +58,31 @@ uint64_t sim_capacity(void)
     return capacity;
 }
 
-/* Reserves size bytes of capacity and registers a fresh block; sim_lock held. */
-static cudaError_t alloc_locked(void **out, size_t size, enum sim_kind kind)
+/* Counts size bytes of device memory as allocated when the capacity allows it; sim_lock held.
+ * Graph memory nodes count their memory at launch through this too. */
+cudaError_t sim_account_alloc_locked(size_t size)
 {
-    uint64_t cap = sim_capacity();
+    if (size > sim_capacity() - sim_stats.live_bytes)
+        return cudaErrorMemoryAllocation;
+    sim_stats.live_bytes += size;
+    if (sim_stats.live_bytes > sim_stats.peak_bytes)
+        sim_stats.peak_bytes = sim_stats.live_bytes;
+    sim_stats.alloc_calls++;
+    return cudaSuccess;
+}
+
+void sim_account_free_locked(size_t size)
+{
+    sim_stats.live_bytes -= size;
+    sim_stats.free_calls++;
+}
+
+/* Reserves size bytes of capacity and registers a fresh block; sim_lock held. */
+static cudaError_t alloc_locked(void **out, size_t size, enum sim_kind kind, void *data)
+{
     int counted = kind != SIM_HOST_MEM;
     void *p = NULL;
-    if (counted && size > cap - sim_stats.live_bytes)
+    if (counted && size > sim_capacity() - sim_stats.live_bytes)
         return cudaErrorMemoryAllocation;
     if (size > SIZE_MAX - SIM_DEVICE_ALIGN)
         return cudaErrorMemoryAllocation;
@@ -72,21 +90,17 @@ static cudaError_t alloc_locked(void **out, size_t size, enum sim_kind kind)
     size_t rounded = (size + SIM_DEVICE_ALIGN - 1) & ~(size_t)(SIM_DEVICE_ALIGN - 1);
     if (posix_memalign(&p, SIM_DEVICE_ALIGN, rounded) != 0)
         return cudaErrorMemoryAllocation;
-    if (sim_table_put(p, kind, size, NULL) != 0) {
+    if (sim_table_put(p, kind, size, data) != 0) {
         free(p);
         return cudaErrorMemoryAllocation;
     }
-    if (counted) {
-        sim_stats.live_bytes += size;
-        if (sim_stats.live_bytes > sim_stats.peak_bytes)
-            sim_stats.peak_bytes = sim_stats.live_bytes;
-        sim_stats.alloc_calls++;
-    }
+    if (counted)
+        sim_account_alloc_locked(size);
     *out = p;
     return cudaSuccess;
 }
 
-static cudaError_t sim_alloc(void **out, size_t size, enum sim_kind kind)
+cudaError_t sim_alloc_with(void **out, size_t size, enum sim_kind kind, struct sim_pool *pool)
 {
     if (!out)
         return sim_result(cudaErrorInvalidValue);
@@ -96,42 +110,67 @@ static cudaError_t sim_alloc(void **out, size_t size, enum sim_kind kind)
         return cudaSuccess;
     }
     pthread_mutex_lock(&sim_lock);
-    cudaError_t err = alloc_locked(out, size, kind);
+    cudaError_t err = alloc_locked(out, size, kind, pool);
+    if (err == cudaSuccess && pool)
+        sim_pool_allocated_locked(pool, size);
     if (err != cudaSuccess && kind != SIM_HOST_MEM)
         sim_stats.failed_allocs++;
     pthread_mutex_unlock(&sim_lock);
     return sim_result(err);
 }
 
-/* Frees p when the table knows it as one of the two accepted kinds. */
+static cudaError_t sim_alloc(void **out, size_t size, enum sim_kind kind)
+{
+    return sim_alloc_with(out, size, kind, NULL);
+}
+
+/* Frees p when the table knows it as one of the two accepted kinds; a live allocation of a graph
+ * memory node is freed as device memory too (it may be freed outside its graph). */
 static cudaError_t sim_release(void *p, enum sim_kind kind, enum sim_kind other_kind)
 {
     if (!p)
         return cudaSuccess;
     pthread_mutex_lock(&sim_lock);
     struct sim_entry *e = sim_table_get(p);
+    if (e && e->kind == SIM_GRAPH_MEM && kind == SIM_DEVICE_MEM) {
+        cudaError_t err = sim_graph_mem_free_locked(p);
+        pthread_mutex_unlock(&sim_lock);
+        return sim_result(err);
+    }
     if (!e || (e->kind != kind && e->kind != other_kind)) {
         pthread_mutex_unlock(&sim_lock);
         return sim_result(cudaErrorInvalidValue);
     }
-    if (e->kind != SIM_HOST_MEM) {
-        sim_stats.live_bytes -= e->size;
-        sim_stats.free_calls++;
-    }
+    if (e->kind != SIM_HOST_MEM)
+        sim_account_free_locked(e->size);
+    if (e->data && e->kind == SIM_DEVICE_MEM)
+        sim_pool_freed_locked(e->data, e->size);
     sim_table_del(p);
     pthread_mutex_unlock(&sim_lock);
     free(p);
     return cudaSuccess;
 }
 
-static cudaError_t device_free(void *p) { return sim_release(p, SIM_DEVICE_MEM, SIM_MANAGED_MEM); }
+cudaError_t sim_device_free(void *p) { return sim_release(p, SIM_DEVICE_MEM, SIM_MANAGED_MEM); }
 
-cudaError_t cudaMalloc(void **devPtr, size_t size) { return sim_alloc(devPtr, size, SIM_DEVICE_MEM); }
+/* Allocation and free calls that are not stream-ordered synchronise implicitly: during a stream
+ * capture they may be prohibited (sim_capture_unsafe). */
+cudaError_t cudaMalloc(void **devPtr, size_t size)
+{
+    SIM_CAPTURE_UNSAFE();
+    return sim_alloc(devPtr, size, SIM_DEVICE_MEM);
+}
 
-cudaError_t cudaFree(void *devPtr) { return device_free(devPtr); }
+cudaError_t cudaFree(void *devPtr)
+{
+    if (devPtr)
+        SIM_CAPTURE_UNSAFE();
+    return sim_device_free(devPtr);
+}
 
 cudaError_t cudaMallocManaged(void **devPtr, size_t size, unsigned int flags)
 {
+    SIM_CAPTURE_UNSAFE();
     if (flags != cudaMemAttachGlobal && flags != cudaMemAttachHost)
         return sim_result(cudaErrorInvalidValue);
     return sim_alloc(devPtr, size, SIM_MANAGED_MEM);
@@ -140,6 +179,7 @@ cudaError_t cudaMallocManaged(void **devPtr, size_t size, unsigned int flags)
 cudaError_t cudaMallocPitch(void **devPtr, size_t *pitch, size_t width, size_t height)
 {
     enum { PITCH_ALIGN = 512 };
+    SIM_CAPTURE_UNSAFE();
     if (!devPtr || !pitch || width > SIZE_MAX - PITCH_ALIGN)
         return sim_result(cudaErrorInvalidValue);
     size_t row = (width + PITCH_ALIGN - 1) & ~(size_t)(PITCH_ALIGN - 1);
@@ -151,29 +191,25 @@ cudaError_t cudaMallocPitch(void **devPtr, size_t *pitch, size_t width, size_t h
     return err;
 }
 
-cudaError_t cudaMallocAsync(void **devPtr, size_t size, cudaStream_t stream)
+cudaError_t cudaMallocHost(void **ptr, size_t size)
 {
-    if (!sim_stream_valid(stream))
-        return sim_result(cudaErrorInvalidResourceHandle);
-    return sim_alloc(devPtr, size, SIM_DEVICE_MEM);
+    SIM_CAPTURE_UNSAFE();
+    return sim_alloc(ptr, size, SIM_HOST_MEM);
 }
-
-cudaError_t cudaFreeAsync(void *devPtr, cudaStream_t stream)
-{
-    if (!sim_stream_valid(stream))
-        return sim_result(cudaErrorInvalidResourceHandle);
-    return device_free(devPtr);
-}
-
-cudaError_t cudaMallocHost(void **ptr, size_t size) { return sim_alloc(ptr, size, SIM_HOST_MEM); }
 
 cudaError_t cudaHostAlloc(void **pHost, size_t size, unsigned int flags)
 {
     (void)flags; /* portable, mapped, write-combined: all the same in host memory */
+    SIM_CAPTURE_UNSAFE();
     return sim_alloc(pHost, size, SIM_HOST_MEM);
 }
 
-cudaError_t cudaFreeHost(void *ptr) { return sim_release(ptr, SIM_HOST_MEM, SIM_HOST_MEM); }
+cudaError_t cudaFreeHost(void *ptr)
+{
+    if (ptr)
+        SIM_CAPTURE_UNSAFE();
+    return sim_release(ptr, SIM_HOST_MEM, SIM_HOST_MEM);
+}
 
 cudaError_t cudaMemGetInfo(size_t *free_bytes, size_t *total_bytes)
 {
@@ -205,117 +241,69 @@ void wssim_reset_peak(void)
 
 int wssim_is_simulated(void) { return 1; }
 
-/* ---- memory pools: every pool draws from the same capacity, and memory returns to the device
- * when it is freed rather than when the pool trims, so a pool is only a handle ---- */
-
-struct sim_pool {
-    int location_id;
-};
-
-static struct sim_pool default_pool;
-
-static int pool_valid(cudaMemPool_t pool)
-{
-    if (pool == (cudaMemPool_t)&default_pool)
-        return 1;
-    pthread_mutex_lock(&sim_lock);
-    int ok = sim_table_has(pool, SIM_POOL);
-    pthread_mutex_unlock(&sim_lock);
-    return ok;
-}
-
-cudaError_t cudaDeviceGetDefaultMemPool(cudaMemPool_t *memPool, int device)
-{
-    if (!memPool)
-        return sim_result(cudaErrorInvalidValue);
-    if (device != 0)
-        return sim_result(cudaErrorInvalidDevice);
-    *memPool = (cudaMemPool_t)&default_pool;
-    return cudaSuccess;
-}
-
-cudaError_t cudaMemPoolCreate(cudaMemPool_t *memPool, const struct cudaMemPoolProps *poolProps)
-{
-    if (!memPool || !poolProps)
-        return sim_result(cudaErrorInvalidValue);
-    if (poolProps->location.type == cudaMemLocationTypeDevice && poolProps->location.id != 0)
-        return sim_result(cudaErrorInvalidDevice);
-    struct sim_pool *pool = calloc(1, sizeof *pool);
-    if (!pool)
-        return sim_result(cudaErrorMemoryAllocation);
-    pool->location_id = poolProps->location.id;
-    pthread_mutex_lock(&sim_lock);
-    int rc = sim_table_put(pool, SIM_POOL, 0, pool);
-    pthread_mutex_unlock(&sim_lock);
-    if (rc != 0) {
-        free(pool);
-        return sim_result(cudaErrorMemoryAllocation);
-    }
-    *memPool = (cudaMemPool_t)pool;
-    return cudaSuccess;
-}
-
-cudaError_t cudaMemPoolDestroy(cudaMemPool_t memPool)
-{
-    pthread_mutex_lock(&sim_lock);
-    int known = sim_table_has(memPool, SIM_POOL);
-    if (known)
-        sim_table_del(memPool);
-    pthread_mutex_unlock(&sim_lock);
-    if (!known) /* includes the default pool, which cannot be destroyed */
-        return sim_result(cudaErrorInvalidValue);
-    free(memPool);
-    return cudaSuccess;
-}
-
-cudaError_t cudaMallocFromPoolAsync(void **ptr, size_t size, cudaMemPool_t memPool, cudaStream_t stream)
-{
-    if (!pool_valid(memPool))
-        return sim_result(cudaErrorInvalidValue);
-    return cudaMallocAsync(ptr, size, stream);
-}
-
 /* ---- copies and fills: every kind of memory is host memory, so they are plain libc calls ---- */
 
-cudaError_t cudaMemcpy(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind)
+cudaError_t sim_copy(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind)
 {
     if (kind < cudaMemcpyHostToHost || kind > cudaMemcpyDefault)
-        return sim_result(cudaErrorInvalidMemcpyDirection);
+        return cudaErrorInvalidMemcpyDirection;
     if (count == 0)
         return cudaSuccess;
     if (!dst || !src)
-        return sim_result(cudaErrorInvalidValue);
+        return cudaErrorInvalidValue;
     memmove(dst, src, count);
     return cudaSuccess;
+}
+
+cudaError_t cudaMemcpy(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind)
+{
+    SIM_CAPTURE_UNSAFE();
+    return sim_result(sim_copy(dst, src, count, kind));
 }
 
 cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind, cudaStream_t stream)
 {
     if (!sim_stream_valid(stream))
         return sim_result(cudaErrorInvalidResourceHandle);
-    return cudaMemcpy(dst, src, count, kind);
+    SIM_CAPTURE_OP(stream, .kind = SIM_OP_MEMCPY, .dst = dst, .src = src, .bytes = count, .copy_kind = kind);
+    return sim_result(sim_copy(dst, src, count, kind));
+}
+
+cudaError_t sim_fill(void *dst, size_t pitch, unsigned value, unsigned element_size, size_t width, size_t height)
+{
+    if (element_size != 1 && element_size != 2 && element_size != 4)
+        return cudaErrorInvalidValue;
+    if (width == 0 || height == 0)
+        return cudaSuccess;
+    if (!dst || (height > 1 && pitch < width * element_size))
+        return cudaErrorInvalidValue;
+    for (size_t row = 0; row < height; row++) {
+        unsigned char *p = (unsigned char *)dst + row * pitch;
+        if (element_size == 1) {
+            memset(p, (int)value, width);
+            continue;
+        }
+        for (size_t i = 0; i < width; i++)
+            memcpy(p + i * element_size, &value, element_size); /* little-endian: the low bytes */
+    }
+    return cudaSuccess;
 }
 
 cudaError_t cudaMemset(void *devPtr, int value, size_t count)
 {
-    if (count == 0)
-        return cudaSuccess;
-    if (!devPtr)
-        return sim_result(cudaErrorInvalidValue);
-    memset(devPtr, value, count);
-    return cudaSuccess;
+    SIM_CAPTURE_UNSAFE();
+    return sim_result(sim_fill(devPtr, count, (unsigned char)value, 1, count, 1));
 }
 
 cudaError_t cudaMemsetAsync(void *devPtr, int value, size_t count, cudaStream_t stream)
 {
     if (!sim_stream_valid(stream))
         return sim_result(cudaErrorInvalidResourceHandle);
-    return cudaMemset(devPtr, value, count);
+    SIM_CAPTURE_OP(stream, .kind = SIM_OP_MEMSET, .dst = devPtr, .value = (unsigned char)value, .element_size = 1,
+                   .width = count, .height = 1, .pitch = count);
+    return sim_result(sim_fill(devPtr, count, (unsigned char)value, 1, count, 1));
 }
 
-SIM_ALIAS(cudaMallocAsync_ptsz, cudaMallocAsync);
-SIM_ALIAS(cudaFreeAsync_ptsz, cudaFreeAsync);
-SIM_ALIAS(cudaMallocFromPoolAsync_ptsz, cudaMallocFromPoolAsync);
 SIM_ALIAS(cudaMemcpy_ptds, cudaMemcpy);
 SIM_ALIAS(cudaMemcpyAsync_ptsz, cudaMemcpyAsync);
 SIM_ALIAS(cudaMemset_ptds, cudaMemset);

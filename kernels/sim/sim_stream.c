@@ -1,5 +1,6 @@
-/* Streams, events and graphs. Work runs synchronously on the calling thread, so a stream is only
- * a handle to validate, synchronisation is immediate, and an event is a timestamp. */
+/* Streams and events. Work runs synchronously on the calling thread, so a stream is only a handle
+ * to validate, synchronisation is immediate, and an event is a timestamp.  While a stream captures
+ * (sim_capture.c), recording and waiting on events make it fork and join instead. */
 #include <stdlib.h>
 #include <time.h>
 
@@ -72,17 +73,43 @@ cudaError_t cudaStreamCreate(cudaStream_t *pStream) { return cudaStreamCreateWit
 
 cudaError_t cudaStreamDestroy(cudaStream_t stream)
 {
-    return destroy_handle(stream, SIM_STREAM, cudaErrorInvalidResourceHandle);
+    cudaError_t err = destroy_handle(stream, SIM_STREAM, cudaErrorInvalidResourceHandle);
+    if (err == cudaSuccess && __atomic_load_n(&sim_captures_active, __ATOMIC_ACQUIRE))
+        sim_capture_forget_stream(stream);
+    return err;
 }
 
 cudaError_t cudaStreamSynchronize(cudaStream_t stream)
 {
-    return sim_stream_valid(stream) ? cudaSuccess : sim_result(cudaErrorInvalidResourceHandle);
+    if (!sim_stream_valid(stream))
+        return sim_result(cudaErrorInvalidResourceHandle);
+    SIM_CAPTURE_SYNC(stream);
+    sim_pools_synchronized();
+    return cudaSuccess;
 }
 
-cudaError_t cudaStreamQuery(cudaStream_t stream) { return cudaStreamSynchronize(stream); }
+cudaError_t cudaStreamQuery(cudaStream_t stream)
+{
+    if (!sim_stream_valid(stream))
+        return sim_result(cudaErrorInvalidResourceHandle);
+    SIM_CAPTURE_SYNC(stream);
+    return cudaSuccess;
+}
 
-cudaError_t cudaDeviceSynchronize(void) { return cudaSuccess; }
+cudaError_t cudaDeviceSynchronize(void)
+{
+    SIM_CAPTURE_UNSAFE();
+    sim_pools_synchronized();
+    return cudaSuccess;
+}
+
+static cudaError_t check_event(cudaEvent_t event)
+{
+    pthread_mutex_lock(&sim_lock);
+    int known = sim_table_has(event, SIM_EVENT);
+    pthread_mutex_unlock(&sim_lock);
+    return known ? cudaSuccess : sim_result(cudaErrorInvalidResourceHandle);
+}
 
 cudaError_t cudaEventCreateWithFlags(cudaEvent_t *event, unsigned int flags)
 {
@@ -102,13 +129,24 @@ cudaError_t cudaEventCreate(cudaEvent_t *event) { return cudaEventCreateWithFlag
 
 cudaError_t cudaEventDestroy(cudaEvent_t event)
 {
-    return destroy_handle(event, SIM_EVENT, cudaErrorInvalidResourceHandle);
+    cudaError_t err = destroy_handle(event, SIM_EVENT, cudaErrorInvalidResourceHandle);
+    if (err == cudaSuccess && __atomic_load_n(&sim_captures_active, __ATOMIC_ACQUIRE))
+        sim_capture_forget_event(event);
+    return err;
 }
 
 cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream)
 {
     if (!sim_stream_valid(stream))
         return sim_result(cudaErrorInvalidResourceHandle);
+    if (check_event(event) != cudaSuccess)
+        return cudaErrorInvalidResourceHandle;
+    int captured = 0;
+    cudaError_t err = cudaSuccess;
+    if (__atomic_load_n(&sim_captures_active, __ATOMIC_ACQUIRE))
+        sim_capture_event_recorded(event, stream, &captured, &err);
+    if (captured)
+        return err == cudaSuccess ? cudaSuccess : sim_result(err);
     struct timespec now;
     clock_gettime(CLOCK_MONOTONIC, &now);
     pthread_mutex_lock(&sim_lock);
@@ -122,15 +160,13 @@ cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream)
     return known ? cudaSuccess : sim_result(cudaErrorInvalidResourceHandle);
 }
 
-static cudaError_t check_event(cudaEvent_t event)
+cudaError_t cudaEventSynchronize(cudaEvent_t event)
 {
-    pthread_mutex_lock(&sim_lock);
-    int known = sim_table_has(event, SIM_EVENT);
-    pthread_mutex_unlock(&sim_lock);
-    return known ? cudaSuccess : sim_result(cudaErrorInvalidResourceHandle);
+    cudaError_t err = check_event(event);
+    if (err == cudaSuccess)
+        sim_pools_synchronized();
+    return err;
 }
-
-cudaError_t cudaEventSynchronize(cudaEvent_t event) { return check_event(event); }
 
 cudaError_t cudaEventQuery(cudaEvent_t event) { return check_event(event); }
 
@@ -139,7 +175,13 @@ cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned
     (void)flags;
     if (!sim_stream_valid(stream))
         return sim_result(cudaErrorInvalidResourceHandle);
-    return check_event(event);
+    cudaError_t err = check_event(event);
+    if (err != cudaSuccess)
+        return err;
+    int captured = 0;
+    if (__atomic_load_n(&sim_captures_active, __ATOMIC_ACQUIRE))
+        sim_capture_event_waited(stream, event, &captured, &err);
+    return err == cudaSuccess ? cudaSuccess : sim_result(err);
 }
 
 /* Both events must exist, be recorded and keep timing data, as cudaEventElapsedTime documents. */
@@ -161,60 +203,7 @@ cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t start, cudaEvent_t end)
     return cudaSuccess;
 }
 
-/* ---- graphs: only empty graphs can be built here, so a graph is a handle and launching one does
- * nothing beyond validating it ---- */
-
-struct sim_graph {
-    unsigned flags;
-};
-
-cudaError_t cudaGraphCreate(cudaGraph_t *pGraph, unsigned int flags)
-{
-    if (!pGraph || flags != 0)
-        return sim_result(cudaErrorInvalidValue);
-    struct sim_graph *g = calloc(1, sizeof *g);
-    cudaError_t err = register_handle(g, SIM_GRAPH);
-    if (err == cudaSuccess)
-        *pGraph = (cudaGraph_t)g;
-    return err;
-}
-
-cudaError_t cudaGraphDestroy(cudaGraph_t graph) { return destroy_handle(graph, SIM_GRAPH, cudaErrorInvalidValue); }
-
-cudaError_t cudaGraphInstantiate(cudaGraphExec_t *pGraphExec, cudaGraph_t graph, unsigned long long flags)
-{
-    (void)flags;
-    if (!pGraphExec)
-        return sim_result(cudaErrorInvalidValue);
-    pthread_mutex_lock(&sim_lock);
-    int known = sim_table_has(graph, SIM_GRAPH);
-    pthread_mutex_unlock(&sim_lock);
-    if (!known)
-        return sim_result(cudaErrorInvalidValue);
-    struct sim_graph *exec = calloc(1, sizeof *exec);
-    cudaError_t err = register_handle(exec, SIM_GRAPH_EXEC);
-    if (err == cudaSuccess)
-        *pGraphExec = (cudaGraphExec_t)exec;
-    return err;
-}
-
-cudaError_t cudaGraphLaunch(cudaGraphExec_t graphExec, cudaStream_t stream)
-{
-    if (!sim_stream_valid(stream))
-        return sim_result(cudaErrorInvalidResourceHandle);
-    pthread_mutex_lock(&sim_lock);
-    int known = sim_table_has(graphExec, SIM_GRAPH_EXEC);
-    pthread_mutex_unlock(&sim_lock);
-    return known ? cudaSuccess : sim_result(cudaErrorInvalidValue);
-}
-
-cudaError_t cudaGraphExecDestroy(cudaGraphExec_t graphExec)
-{
-    return destroy_handle(graphExec, SIM_GRAPH_EXEC, cudaErrorInvalidValue);
-}
-
 SIM_ALIAS(cudaStreamSynchronize_ptsz, cudaStreamSynchronize);
 SIM_ALIAS(cudaStreamQuery_ptsz, cudaStreamQuery);
 SIM_ALIAS(cudaEventRecord_ptsz, cudaEventRecord);
 SIM_ALIAS(cudaStreamWaitEvent_ptsz, cudaStreamWaitEvent);
-SIM_ALIAS(cudaGraphLaunch_ptsz, cudaGraphLaunch);

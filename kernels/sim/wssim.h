@@ -7,6 +7,7 @@
 #ifndef WSSIM_H
 #define WSSIM_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
@@ -44,6 +45,19 @@ void wssim_reset_peak(void);
  * args[i] points to the i-th kernel argument. Registering a name again replaces its function.
  * Returns 0, or -1 when device_name or fn is NULL or memory runs out. */
 int wssim_register_host_kernel(const char *device_name, void (*fn)(void **args));
+
+/* The same with the sizes in bytes of the kernel's nparams parameters, in order.  A kernel
+ * launched into a graph (a kernel node, added explicitly or by stream capture) keeps a copy of
+ * its arguments, as a GPU does, and can make it only knowing their sizes: adding a kernel node
+ * for a kernel registered without them fails with cudaErrorNotSupported.  Returns 0, or -1 on
+ * NULL arguments (param_sizes may be NULL when nparams is 0), more than 1024 parameters, or
+ * when memory runs out. */
+int wssim_register_host_kernel_params(const char *device_name, void (*fn)(void **args), unsigned nparams,
+                                      const size_t *param_sizes);
+
+/* The parameter sizes of a host function launched by its address (cudaLaunchKernel(fn, ...)),
+ * for the same purpose.  Same return values. */
+int wssim_register_function_params(void (*fn)(void **args), unsigned nparams, const size_t *param_sizes);
 
 #ifdef __cplusplus
 }
