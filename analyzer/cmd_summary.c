@@ -19,6 +19,10 @@ struct trace_counts {
     /* NVTX (schema version 2; 0 in older traces) */
     int64_t domains, unbalanced_pops, unmatched_ends;
     int64_t heaps, heap_peak_bytes, regions, region_peak_bytes;
+    /* CUDA graphs, stream capture, pools (0 in traces without them) */
+    int64_t graph_launches, graph_execs, graph_kernels, graph_allocations;
+    int64_t captures, captured_calls, captured_allocations, captured_kernels, captured_frees, captured_graph_launches;
+    int64_t pools, pool_peak_reserved, pool_peak_used;
 };
 
 struct summary_options {
@@ -39,9 +43,11 @@ static void summary_usage(FILE *out)
                  "most workspace and activation bytes, lost records, and how many nodes carry Level-1\n"
                  "estimates and Level-2 declarations; with NVTX, its domains, pops and range ends that\n"
                  "closed nothing, and the heaps and regions of its memory extension with their peak\n"
-                 "bytes.  Says where the rows came from (tracer, nsys, torch-snapshot, merge); a trace of\n"
-                 "several processes also gets one line per process (rank), the largest one and the\n"
-                 "spread of their peaks.  Reads the trace only.\n\n"
+                 "bytes; with CUDA graphs, the graph launches and the kernels and allocations they ran,\n"
+                 "the calls stream capture recorded into graphs instead of running them, and what memory\n"
+                 "pools reserved at their peak against what was in use.  Says where the rows came from\n"
+                 "(tracer, nsys, torch-snapshot, merge); a trace of several processes also gets one line\n"
+                 "per process (rank), the largest one and the spread of their peaks.  Reads the trace only.\n\n"
                  "  --json     print JSON instead of text\n"
                  "  --top N    list N nodes in each ranking (default 10)\n"
                  "  --quiet    no progress line on a terminal\n"
@@ -136,11 +142,43 @@ static int count_nvtx(sqlite3 *db, struct trace_counts *tc)
                : 0;
 }
 
+/* Graph launches are rows of launches themselves: "kernel launches" counts the kernels only, those
+ * launched directly and those graphs ran. */
+static int count_graphs(sqlite3 *db, struct trace_counts *tc)
+{
+    int64_t unused;
+    if (!has_table(db, "graph_launches") || !has_table(db, "captures") || !has_table(db, "pool_samples"))
+        return query_counts(db, &tc->launches, NULL, "SELECT COUNT(*) FROM launches");
+    return query_counts(db, &tc->launches, NULL,
+                        "SELECT COUNT(*) FROM launches WHERE id NOT IN"
+                        " (SELECT launch_id FROM graph_launches WHERE launch_id IS NOT NULL)") != 0 ||
+                   query_counts(db, &tc->graph_launches, &tc->graph_execs,
+                                "SELECT (SELECT COUNT(*) FROM graph_launches WHERE status = 0),"
+                                " COUNT(DISTINCT graph_exec_id) FROM graph_launches WHERE status = 0") != 0 ||
+                   query_counts(db, &tc->graph_kernels, &tc->graph_allocations,
+                                "SELECT COALESCE(SUM(kernels), 0), COALESCE(SUM(allocations), 0)"
+                                " FROM graph_launches") != 0 ||
+                   query_counts(db, &tc->captures, &tc->captured_calls,
+                                "SELECT (SELECT COUNT(*) FROM captures), COUNT(*) FROM captured_calls") != 0 ||
+                   query_counts(db, &tc->captured_allocations, &tc->captured_kernels,
+                                "SELECT COUNT(*) FILTER (WHERE kind = 'allocation'),"
+                                " COUNT(*) FILTER (WHERE kind = 'kernel') FROM captured_calls") != 0 ||
+                   query_counts(db, &tc->captured_frees, &tc->captured_graph_launches,
+                                "SELECT COUNT(*) FILTER (WHERE kind = 'free'),"
+                                " COUNT(*) FILTER (WHERE kind = 'graph launch') FROM captured_calls") != 0 ||
+                   query_counts(db, &tc->pools, &unused, "SELECT COUNT(*), 0 FROM memory_pools") != 0 ||
+                   query_counts(db, &tc->pool_peak_reserved, &tc->pool_peak_used,
+                                "SELECT COALESCE(SUM(r), 0), COALESCE(SUM(u), 0) FROM (SELECT"
+                                " MAX(reserved_high_bytes) AS r, MAX(used_high_bytes) AS u FROM pool_samples"
+                                " GROUP BY pool_id)") != 0
+               ? -1
+               : 0;
+}
+
 static int count_trace(sqlite3 *db, const struct ws_analysis *an, struct trace_counts *tc)
 {
     memset(tc, 0, sizeof *tc);
-    if (query_counts(db, &tc->threads, NULL, "SELECT COUNT(*) FROM threads") != 0 ||
-        query_counts(db, &tc->launches, NULL, "SELECT COUNT(*) FROM launches") != 0 ||
+    if (query_counts(db, &tc->threads, NULL, "SELECT COUNT(*) FROM threads") != 0 || count_graphs(db, tc) != 0 ||
         query_counts(db, &tc->alloc_calls, &tc->failed_calls,
                      "SELECT COUNT(*), COALESCE(SUM(status <> 0), 0) FROM allocations"
                      " WHERE memory IN ('device', 'managed')") != 0 ||
@@ -282,6 +320,21 @@ static int print_json(const struct summary_options *o, const struct ws_analysis 
         json_decref(root);
         root = NULL;
     }
+    json_t *graphs = json_pack("{s:I, s:I, s:I, s:I}", "graph_launches", (json_int_t)tc->graph_launches, "instances",
+                               (json_int_t)tc->graph_execs, "kernels", (json_int_t)tc->graph_kernels, "allocations",
+                               (json_int_t)tc->graph_allocations);
+    json_t *capture = json_pack("{s:I, s:I, s:I, s:I, s:I, s:I}", "captures", (json_int_t)tc->captures, "calls",
+                                (json_int_t)tc->captured_calls, "allocations", (json_int_t)tc->captured_allocations,
+                                "kernels", (json_int_t)tc->captured_kernels, "frees", (json_int_t)tc->captured_frees,
+                                "graph_launches", (json_int_t)tc->captured_graph_launches);
+    json_t *pools = json_pack("{s:I, s:I, s:I}", "pools", (json_int_t)tc->pools, "peak_reserved_bytes",
+                              (json_int_t)tc->pool_peak_reserved, "peak_used_bytes", (json_int_t)tc->pool_peak_used);
+    if (root &&
+        (json_object_set_new(root, "graphs", graphs) != 0 || json_object_set_new(root, "capture", capture) != 0 ||
+         json_object_set_new(root, "memory_pools", pools) != 0)) {
+        json_decref(root);
+        root = NULL;
+    }
     if (root && add_processes_json(root, sp) != 0) {
         json_decref(root);
         return -1;
@@ -359,7 +412,11 @@ static int print_text(const struct summary_options *o, const struct ws_analysis 
     printf("shape keys               %lld\n", (long long)tc->shape_keys);
     printf("nodes                    %lld\n", (long long)tc->nodes);
     printf("threads                  %lld\n", (long long)tc->threads);
-    printf("kernel launches          %lld\n", (long long)tc->launches);
+    if (tc->graph_kernels)
+        printf("kernel launches          %lld (%lld run by graphs)\n", (long long)tc->launches,
+               (long long)tc->graph_kernels);
+    else
+        printf("kernel launches          %lld\n", (long long)tc->launches);
     printf("device allocation calls  %lld (%lld failed)\n", (long long)tc->alloc_calls, (long long)tc->failed_calls);
     printf("peak live device bytes   %s (%lld)\n", ws_format_bytes(an->peak_live_bytes, b, sizeof b),
            (long long)an->peak_live_bytes);
@@ -383,6 +440,21 @@ static int print_text(const struct summary_options *o, const struct ws_analysis 
                ws_format_bytes(tc->heap_peak_bytes, b, sizeof b), (long long)tc->heap_peak_bytes);
         printf("NVTX regions             %lld, peak %s (%lld)\n", (long long)tc->regions,
                ws_format_bytes(tc->region_peak_bytes, b, sizeof b), (long long)tc->region_peak_bytes);
+    }
+    /* CUDA graphs, capture and pools, where the trace has any */
+    if (tc->graph_launches)
+        printf("graph launches           %lld of %lld instances: %lld kernels, %lld allocations\n",
+               (long long)tc->graph_launches, (long long)tc->graph_execs, (long long)tc->graph_kernels,
+               (long long)tc->graph_allocations);
+    if (tc->captures || tc->captured_calls)
+        printf("captured, not run        %lld calls in %lld captures: %lld allocations, %lld frees, %lld kernels, "
+               "%lld graph launches\n",
+               (long long)tc->captured_calls, (long long)tc->captures, (long long)tc->captured_allocations,
+               (long long)tc->captured_frees, (long long)tc->captured_kernels, (long long)tc->captured_graph_launches);
+    if (tc->pools) {
+        char u[32];
+        printf("memory pools             %lld: peak reserved %s, peak used %s\n", (long long)tc->pools,
+               ws_format_bytes(tc->pool_peak_reserved, b, sizeof b), ws_format_bytes(tc->pool_peak_used, u, sizeof u));
     }
     printf("\nallocations by class:\n");
     for (int c = 0; c < WS_CLASS_COUNT; c++)

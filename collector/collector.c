@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "graphs.h"
 #include "process_row.h"
 #include "spool_files.h"
 #include "spool_reader.h"
@@ -226,6 +227,7 @@ struct collector {
     uint64_t images;
     int resolving_tie; /* take_tied() is at work: no second one inside it */
     struct ws_collect_stats *stats;
+    struct ws_graphs *graphs; /* graphs, capture, arrays, pools (graphs.c) */
     char *err;
     size_t errlen;
 };
@@ -689,11 +691,11 @@ static int on_run_end(struct collector *c, struct thread_state *t, const struct 
 static int write_alloc(struct collector *c, const struct pending_alloc *a, int32_t status, const struct ws_rec *f,
                        int64_t free_thread, int64_t free_range)
 {
-    static const char *const memory[] = {"device", "managed", "host", "region"};
+    static const char *const memory[] = {"device", "managed", "host", "region", "ipc"};
     struct batch *b = &c->allocs;
     cell_int(b, a->id);
     cell_text(b, ws_api_name(a->api));
-    cell_text(b, memory[a->memory < 4 ? a->memory : 0]);
+    cell_text(b, memory[a->memory < 5 ? a->memory : 0]);
     cell_int(b, a->device);
     if (status == 0)
         cell_int(b, (int64_t)a->address);
@@ -1398,17 +1400,86 @@ static int on_image(struct collector *c, const struct ws_rec *r)
     return c->command_line_id < 0 ? -1 : 0;
 }
 
+/* ---- graphs, capture, arrays, pools: what graphs.c asks of the collector ---------------------- */
+
+static int graph_replay(void *ctx, size_t ti, const struct ws_rec *r, int64_t *row)
+{
+    struct collector *c = ctx;
+    struct thread_state *t = &c->threads[ti];
+    int rc = 0;
+    *row = 0;
+    switch (r->type) {
+    case WS_REC_ALLOC:
+        rc = on_alloc(c, t, r);
+        *row = c->next_alloc;
+        break;
+    case WS_REC_FREE: rc = on_free(c, t, r); break;
+    case WS_REC_LAUNCH:
+        rc = on_launch(c, t, r, 0);
+        *row = (int64_t)c->stats->launches; /* launches rows are numbered in the order they are written */
+        break;
+    default: break;
+    }
+    return rc;
+}
+
+static int64_t graph_live_allocation(void *ctx, uint64_t address)
+{
+    struct collector *c = ctx;
+    uint64_t idx;
+    return ws_u64map_get(&c->live, address, &idx) ? c->pending[idx].id : 0;
+}
+
+static void graph_where(void *ctx, size_t ti, int64_t *thread_id, int64_t *range_id, int64_t *run_id)
+{
+    struct collector *c = ctx;
+    *thread_id = c->threads[ti].id;
+    *range_id = current_range(&c->threads[ti]);
+    *run_id = current_run(c);
+}
+
+static int64_t graph_kernel_name(void *ctx, uint64_t fn) { return function_name(ctx, fn); }
+
+static int graph_failed(struct collector *c)
+{
+    if (!c->err[0])
+        snprintf(c->err, c->errlen, "%s", ws_graphs_error(c->graphs));
+    return -1;
+}
+
 static int dispatch(struct collector *c, struct thread_state *t, const struct ws_rec *r)
 {
     if (!t->first_ns)
         t->first_ns = r->ns;
     t->last_ns = r->ns;
     c->stats->records++;
+    size_t ti = (size_t)(t - c->threads);
+    int taken = ws_graphs_take(c->graphs, ti, r);
+    if (taken != 0)
+        return taken > 0 ? 0 : graph_failed(c);
     switch ((enum ws_rec_type)r->type) {
-    case WS_REC_ALLOC: return on_alloc(c, t, r);
+    case WS_REC_ALLOC:
+        if (on_alloc(c, t, r) != 0)
+            return -1;
+        return ws_graphs_allocated(c->graphs, ti, r, c->next_alloc) == 0 ? 0 : graph_failed(c);
     case WS_REC_FREE: return on_free(c, t, r);
     case WS_REC_LAUNCH: return on_launch(c, t, r, 0);
-    case WS_REC_GRAPH_LAUNCH: return on_launch(c, t, r, 1);
+    case WS_REC_GRAPH_LAUNCH:
+        if (on_launch(c, t, r, 1) != 0)
+            return -1;
+        return ws_graphs_launched(c->graphs, ti, r, (int64_t)c->stats->launches) == 0 ? 0 : graph_failed(c);
+    case WS_REC_CAPTURE_BEGIN:
+    case WS_REC_CAPTURE_END:
+    case WS_REC_CAPTURED:
+    case WS_REC_GRAPH_EXEC:
+    case WS_REC_GRAPH_NODE:
+    case WS_REC_GRAPH_END:
+    case WS_REC_GRAPH_DESTROY:
+    case WS_REC_GRAPH_NODE_SET:
+    case WS_REC_GRAPH_LAUNCH_BEGIN:
+    case WS_REC_ARRAY:
+    case WS_REC_POOL:
+    case WS_REC_POOL_STATE: return ws_graphs_record(c->graphs, ti, r) == 0 ? 0 : graph_failed(c);
     case WS_REC_PUSH: return on_push(c, t, r);
     case WS_REC_POP: return on_pop(c, t, r);
     case WS_REC_RANGE_START: return on_range_start(c, t, r);
@@ -1474,6 +1545,8 @@ static int flush_open(struct collector *c)
 {
     if (flush_memory(c) != 0) /* regions are allocation rows: written before the batch is flushed */
         return -1;
+    if (ws_graphs_finish(c->graphs) != 0)
+        return graph_failed(c);
     for (size_t i = 0; i < c->live.cap; i++)
         if (c->live.state[i] == 1 && write_alloc(c, &c->pending[c->live.vals[i]], 0, NULL, 0, 0) != 0)
             return -1;
@@ -1616,6 +1689,9 @@ static int setup(struct collector *c)
     c->threads = calloc(c->spool.nthreads ? c->spool.nthreads : 1, sizeof *c->threads);
     if (!c->threads)
         return fail(c, "out of memory");
+    struct ws_graph_host host = {c, graph_replay, graph_live_allocation, graph_where, graph_kernel_name};
+    if (ws_graphs_open(c->db, &host, c->spool.nthreads, &c->graphs, c->err, c->errlen) != 0)
+        return -1;
     for (size_t i = 0; i < c->spool.nthreads; i++) {
         const struct ws_spool_thread *st = &c->spool.threads[i];
         c->threads[i].id = st->serial;
@@ -1632,6 +1708,8 @@ static int setup(struct collector *c)
 
 static void teardown(struct collector *c)
 {
+    ws_graphs_close(c->graphs);
+    c->graphs = NULL;
     for (int i = 0; i < ST_COUNT; i++)
         sqlite3_finalize(c->st[i]);
     sqlite3_finalize(c->allocs.single);
@@ -1793,6 +1871,8 @@ int ws_collect_spool_ex(const char *spool_path, const char *db_path, unsigned fl
         snprintf(err, errlen, "%s: cannot commit the trace: %s", db_path, msg);
         goto out;
     }
+    ws_graphs_close(c.graphs); /* its statements too must be finalized before the close */
+    c.graphs = NULL;
     for (int i = 0; i < ST_COUNT; i++) {
         sqlite3_finalize(c.st[i]);
         c.st[i] = NULL;

@@ -59,6 +59,28 @@ enum ws_rec_type {
     /* one region of the thread's last WS_REC_DECLARE2: u0=offset, u1=string length (name),
      * u2=bytes, u3=ordinal, string */
     WS_REC_REGION,
+    /* CUDA graphs, stream capture, arrays and memory pools (libtrace/hooks_graph.c, hooks_memory.c) */
+    WS_REC_CAPTURE_BEGIN, /* api, status, u0=stream, u1=capture id, u2=mode, u3=graph, u5=device */
+    WS_REC_CAPTURE_END, /* api, status, u0=stream, u1=capture id (0: the stream was not capturing), u2=graph returned */
+    WS_REC_CAPTURED,    /* the thread's next record (api u2 on stream u1) was captured by capture u0, not run */
+    WS_REC_GRAPH_EXEC,  /* api (an instantiation or cudaGraphExecUpdate), status, u0=exec, u1=graph, u2=flags;
+                           on success GRAPH_NODE records follow in launch order, then GRAPH_END */
+    WS_REC_GRAPH_NODE,  /* status=cudaGraphNodeType | child-graph depth << 16, u0=node handle; kernel: u1=function,
+                           u2=grid, u3=block (ws_pack_dim3), u4=shared bytes; memcpy: u1=dst, u2=bytes, u3=src;
+                           memset: u1=dst, u2=bytes; mem alloc: u1=address, u2=bytes, u3=device; mem free: u1=address;
+                           event record, event wait: u1=event; host: u1=function */
+    WS_REC_GRAPH_END,   /* status=0, or the error of the query that stopped the walk, u0=exec, u1=node records */
+    WS_REC_GRAPH_DESTROY,  /* cudaGraphExecDestroy: status, u0=exec */
+    WS_REC_GRAPH_NODE_SET, /* api, status, u0=exec, u1=node; kernel parameters: u2=function, u3=grid, u4=block, u5=smem;
+                              cudaGraphNodeSetEnabled: u2=enabled */
+    WS_REC_GRAPH_LAUNCH_BEGIN, /* stamped before a cudaGraphLaunch call: u0=exec (its GRAPH_LAUNCH follows) */
+    WS_REC_ARRAY,              /* follows the ALLOC of an array: u0=handle, u1=width, u2=height, u3=depth,
+                                  u4=levels | flags << 32, u5=ws_pack_channel() */
+    WS_REC_POOL,               /* api, status, u0=pool; cudaMemPoolCreate: u1=device, u2=maximum size;
+                                  cudaMemPoolTrimTo: u1=bytes to keep; cudaMemPoolSetAttribute: u1=attribute,
+                                  u2=value; cudaDeviceSetMemPool: u1=device */
+    WS_REC_POOL_STATE,         /* api that prompted it, u0=pool (0: the graph allocator), u1=reserved, u2=used,
+                                  u3=reserved high, u4=used high, u5=release threshold (graph allocator: device) */
     WS_REC_TYPE_COUNT
 };
 
@@ -93,10 +115,57 @@ enum ws_api {
     WS_API_nvtxMemRegionsResize,
     WS_API_nvtxMemRegionsUnregister,
     WS_API_nvtxMemRegionsName,
+    /* graphs and stream capture */
+    WS_API_cudaStreamBeginCapture,
+    WS_API_cudaStreamBeginCapture_ptsz,
+    WS_API_cudaStreamBeginCaptureToGraph,
+    WS_API_cudaStreamBeginCaptureToGraph_ptsz,
+    WS_API_cudaStreamEndCapture,
+    WS_API_cudaStreamEndCapture_ptsz,
+    WS_API_cudaGraphInstantiate,
+    WS_API_cudaGraphInstantiateWithFlags,
+    WS_API_cudaGraphInstantiateWithParams,
+    WS_API_cudaGraphInstantiateWithParams_ptsz,
+    WS_API_cudaGraphExecUpdate,
+    WS_API_cudaGraphExecDestroy,
+    WS_API_cudaGraphExecKernelNodeSetParams,
+    WS_API_cudaGraphExecNodeSetParams,
+    WS_API_cudaGraphNodeSetEnabled,
+    WS_API_cudaDeviceGraphMemTrim,
+    /* arrays, 3D, host registration, IPC */
+    WS_API_cudaMallocArray,
+    WS_API_cudaMalloc3DArray,
+    WS_API_cudaMallocMipmappedArray,
+    WS_API_cudaFreeArray,
+    WS_API_cudaFreeMipmappedArray,
+    WS_API_cudaMalloc3D,
+    WS_API_cudaHostRegister,
+    WS_API_cudaHostUnregister,
+    WS_API_cudaIpcOpenMemHandle,
+    WS_API_cudaIpcCloseMemHandle,
+    /* memory pools, and the synchronisations at which pools give memory back */
+    WS_API_cudaMemPoolCreate,
+    WS_API_cudaMemPoolDestroy,
+    WS_API_cudaMemPoolTrimTo,
+    WS_API_cudaMemPoolSetAttribute,
+    WS_API_cudaDeviceSetMemPool,
+    WS_API_cudaMemSetMemPool,
+    WS_API_cudaStreamSynchronize,
+    WS_API_cudaStreamSynchronize_ptsz,
+    WS_API_cudaDeviceSynchronize,
+    WS_API_cudaEventSynchronize,
     WS_API_COUNT
 };
 
-enum ws_memory { WS_MEM_DEVICE = 0, WS_MEM_MANAGED = 1, WS_MEM_HOST = 2 };
+/* WS_MEM_IPC: device memory of another process, mapped with cudaIpcOpenMemHandle. */
+enum ws_memory { WS_MEM_DEVICE = 0, WS_MEM_MANAGED = 1, WS_MEM_HOST = 2, WS_MEM_IPC = 4 };
+
+/* A CUDA channel format (bits per channel, and the cudaChannelFormatKind) in one word. */
+static inline uint64_t ws_pack_channel(int x, int y, int z, int w, int kind)
+{
+    return (uint64_t)(uint8_t)x | (uint64_t)(uint8_t)y << 8 | (uint64_t)(uint8_t)z << 16 | (uint64_t)(uint8_t)w << 24 |
+           (uint64_t)(uint32_t)kind << 32;
+}
 
 /*
  * NVTX event attributes (PUSH, RANGE_START, MARK): u4 = payload bits, u5 = category | colour << 32,

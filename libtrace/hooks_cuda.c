@@ -6,6 +6,7 @@
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>
 
+#include "graph_hooks.h"
 #include "tracer.h"
 
 /* Launch entry points that nvcc-generated code calls (crt/host_runtime.h, crt/device_functions.h). */
@@ -23,10 +24,11 @@ void __cudaRegisterFunction(void **fat_cubin, const char *host_fun, char *device
     X(cudaFree)                                                                                                        \
     X(cudaMallocAsync)                                                                                                 \
     X(cudaFreeAsync)                                                                                                   \
-    X(cudaMallocFromPoolAsync) X(cudaMallocManaged) X(cudaMallocPitch) X(cudaMallocHost) X(cudaHostAlloc)              \
-        X(cudaFreeHost) X(cudaLaunchKernel) X(cudaLaunchKernelExC) X(cudaLaunchCooperativeKernel) X(cudaGraphLaunch)   \
-            X(cudaSetDevice) X(__cudaGetKernel) X(__cudaLaunchKernel) X(__cudaLaunchKernel_ptsz)                       \
-                X(__cudaRegisterFunction)
+    X(cudaMallocFromPoolAsync)                                                                                         \
+    X(cudaMallocManaged)                                                                                               \
+    X(cudaMallocPitch) X(cudaMallocHost) X(cudaHostAlloc) X(cudaFreeHost) X(cudaLaunchKernel) X(cudaLaunchKernelExC)   \
+        X(cudaLaunchCooperativeKernel) X(cudaGraphLaunch) X(cudaSetDevice) X(__cudaGetKernel) X(__cudaLaunchKernel)    \
+            X(__cudaLaunchKernel_ptsz) X(__cudaRegisterFunction)
 
 #define WS_REAL_FIELD(name) __typeof__(&name) name;
 static struct {
@@ -114,7 +116,7 @@ static void resolve_real(void)
         return rc;                                                                                                     \
     } while (0)
 
-static WS_TLS int current_device;
+WS_TLS int ws_current_device;
 
 static inline void record_alloc(uint8_t api, cudaError_t rc, void *ptr, uint64_t requested, uint64_t bytes,
                                 cudaStream_t stream, uint32_t memory, uint64_t aux)
@@ -131,7 +133,7 @@ static inline void record_alloc(uint8_t api, cudaError_t rc, void *ptr, uint64_t
     r->u[1] = requested;
     r->u[2] = rc == cudaSuccess ? bytes : 0;
     r->u[3] = (uint64_t)(uintptr_t)stream;
-    r->u[4] = (uint64_t)(uint32_t)current_device | ((uint64_t)memory << 32);
+    r->u[4] = (uint64_t)(uint32_t)ws_current_device | ((uint64_t)memory << 32);
     r->u[5] = aux;
     ws_rec_commit(1);
 }
@@ -140,6 +142,8 @@ static inline void record_alloc(uint8_t api, cudaError_t rc, void *ptr, uint64_t
 static inline void record_free(uint8_t api, cudaError_t rc, void *ptr, cudaStream_t stream, uint32_t memory,
                                uint64_t ns)
 {
+    if (rc == cudaSuccess && stream)
+        ws_capture_note(api, stream);
     struct ws_rec *r = ws_rec_reserve(1);
     if (!r)
         return;
@@ -152,7 +156,7 @@ static inline void record_free(uint8_t api, cudaError_t rc, void *ptr, cudaStrea
     r->u[1] = 0;
     r->u[2] = 0;
     r->u[3] = (uint64_t)(uintptr_t)stream;
-    r->u[4] = (uint64_t)(uint32_t)current_device | ((uint64_t)memory << 32);
+    r->u[4] = (uint64_t)(uint32_t)ws_current_device | ((uint64_t)memory << 32);
     r->u[5] = 0;
     ws_rec_commit(1);
 }
@@ -161,6 +165,8 @@ static inline void record_launch(uint8_t api, cudaError_t rc, const void *fn, di
                                  cudaStream_t stream)
 {
     ws_note_function(fn);
+    if (rc == cudaSuccess)
+        ws_capture_note(api, stream);
     struct ws_rec *r = ws_rec_reserve(1);
     if (!r)
         return;
@@ -174,7 +180,7 @@ static inline void record_launch(uint8_t api, cudaError_t rc, const void *fn, di
     r->u[2] = ws_pack_dim3(block.x, block.y, block.z);
     r->u[3] = (uint64_t)(uintptr_t)stream;
     r->u[4] = smem;
-    r->u[5] = (uint64_t)(uint32_t)current_device;
+    r->u[5] = (uint64_t)(uint32_t)ws_current_device;
     ws_rec_commit(1);
 }
 
@@ -186,18 +192,27 @@ WS_EXPORT cudaError_t cudaMalloc(void **ptr, size_t size)
                        record_alloc(WS_API_cudaMalloc, rc, ptr ? *ptr : NULL, size, size, 0, WS_MEM_DEVICE, 0));
 }
 
+/* A stream-ordered allocation names its pool (aux); one made inside a capture allocates nothing
+ * now, so the pool is sampled only for the others. */
+static void record_async_alloc(uint8_t api, cudaError_t rc, void **ptr, size_t size, cudaStream_t stream, uint64_t pool)
+{
+    int captured = rc == cudaSuccess && stream && ws_capture_note(api, stream);
+    record_alloc(api, rc, ptr ? *ptr : NULL, size, size, stream, WS_MEM_DEVICE, pool);
+    if (rc == cudaSuccess && !captured)
+        ws_pool_sample(api, pool);
+}
+
 WS_EXPORT cudaError_t cudaMallocAsync(void **ptr, size_t size, cudaStream_t stream)
 {
-    FORWARD_AND_RECORD(
-        cudaMallocAsync, (ptr, size, stream),
-        record_alloc(WS_API_cudaMallocAsync, rc, ptr ? *ptr : NULL, size, size, stream, WS_MEM_DEVICE, 0));
+    FORWARD_AND_RECORD(cudaMallocAsync, (ptr, size, stream),
+                       record_async_alloc(WS_API_cudaMallocAsync, rc, ptr, size, stream, ws_pool_current()));
 }
 
 WS_EXPORT cudaError_t cudaMallocFromPoolAsync(void **ptr, size_t size, cudaMemPool_t pool, cudaStream_t stream)
 {
-    FORWARD_AND_RECORD(cudaMallocFromPoolAsync, (ptr, size, pool, stream),
-                       record_alloc(WS_API_cudaMallocFromPoolAsync, rc, ptr ? *ptr : NULL, size, size, stream,
-                                    WS_MEM_DEVICE, (uint64_t)(uintptr_t)pool));
+    FORWARD_AND_RECORD(
+        cudaMallocFromPoolAsync, (ptr, size, pool, stream),
+        record_async_alloc(WS_API_cudaMallocFromPoolAsync, rc, ptr, size, stream, (uint64_t)(uintptr_t)pool));
 }
 
 WS_EXPORT cudaError_t cudaMallocManaged(void **ptr, size_t size, unsigned int flags)
@@ -267,7 +282,7 @@ WS_EXPORT cudaError_t cudaSetDevice(int device)
         return MISSING;
     cudaError_t rc = fn(device);
     if (rc == cudaSuccess)
-        current_device = device;
+        ws_current_device = device;
     return rc;
 }
 
@@ -317,6 +332,7 @@ WS_EXPORT cudaError_t __cudaLaunchKernel_ptsz(cudaKernel_t kernel, dim3 grid, di
 
 static void record_graph_launch(cudaError_t rc, cudaGraphExec_t exec, cudaStream_t stream)
 {
+    int captured = rc == cudaSuccess && ws_capture_note(WS_API_cudaGraphLaunch, stream);
     struct ws_rec *r = ws_rec_reserve(1);
     if (!r)
         return;
@@ -327,13 +343,29 @@ static void record_graph_launch(cudaError_t rc, cudaGraphExec_t exec, cudaStream
     r->ns = ws_now();
     r->u[0] = (uint64_t)(uintptr_t)exec;
     r->u[3] = (uint64_t)(uintptr_t)stream;
-    r->u[5] = (uint64_t)(uint32_t)current_device;
+    r->u[5] = (uint64_t)(uint32_t)ws_current_device;
     ws_rec_commit(1);
+    if (rc == cudaSuccess && !captured)
+        ws_graph_memory_sample(WS_API_cudaGraphLaunch);
 }
 
+/* The work a graph launch runs is placed between the record stamped before the call and the one
+ * after it (collector/graphs.c), so it never overlaps what the thread did before or after. */
 WS_EXPORT cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t stream)
 {
-    FORWARD_AND_RECORD(cudaGraphLaunch, (exec, stream), record_graph_launch(rc, exec, stream));
+    __typeof__(real.cudaGraphLaunch) fn = REAL(cudaGraphLaunch);
+    if (!fn)
+        return MISSING;
+    if (!ws_hook_enter())
+        return fn(exec, stream);
+    int saved = errno;
+    ws_graph_launch_begin(exec);
+    errno = saved;
+    cudaError_t rc = fn(exec, stream);
+    saved = errno;
+    record_graph_launch(rc, exec, stream);
+    ws_hook_leave(saved);
+    return rc;
 }
 
 /* ---- kernel names -------------------------------------------------------------------------- */

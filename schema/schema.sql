@@ -258,6 +258,162 @@ CREATE TABLE allocation_stacks (         -- the stack that made an allocation, w
 );
 
 
+-- CUDA graphs and stream capture.  Calls made while their stream captures are captured_calls,
+-- not allocations or launches; what a graph launch runs is allocations and launches rows with
+-- api 'cudaGraphLaunch', linked to the launch by graph_launch_work.
+CREATE TABLE captures (                  -- one row per capture sequence
+    id             INTEGER PRIMARY KEY,  -- in order of the begin calls
+    capture_id     INTEGER,              -- the runtime's id of the sequence (cudaStreamGetCaptureInfo)
+    begin_api      TEXT NOT NULL,        -- cudaStreamBeginCapture[ToGraph][_ptsz]
+    mode           TEXT NOT NULL,        -- 'global', 'thread-local' or 'relaxed'
+    stream         INTEGER NOT NULL,     -- the stream that began it
+    graph          INTEGER,              -- the graph it captured into / returned
+    end_status     INTEGER,              -- cudaStreamEndCapture's result; NULL: never ended while traced
+    thread_id      INTEGER NOT NULL REFERENCES threads(id),
+    range_id       INTEGER REFERENCES ranges(id),
+    run_id         INTEGER REFERENCES runs(id),
+    begin_ns       INTEGER NOT NULL,
+    end_ns         INTEGER,
+    calls          INTEGER NOT NULL,     -- rows of captured_calls
+    allocations    INTEGER NOT NULL,
+    frees          INTEGER NOT NULL,
+    kernels        INTEGER NOT NULL,
+    graph_launches INTEGER NOT NULL
+);
+
+CREATE TABLE captured_calls (            -- calls recorded into a graph instead of being run
+    id             INTEGER PRIMARY KEY,
+    capture_id     INTEGER REFERENCES captures(id), -- NULL: a capture begun before tracing
+    api            TEXT NOT NULL,
+    kind           TEXT NOT NULL,        -- 'allocation', 'free', 'kernel' or 'graph launch'
+    address        INTEGER,              -- allocation: the address it returned; free: the address
+    bytes          INTEGER,              -- allocation: bytes requested
+    function       INTEGER,              -- kernel: host stub or handle; graph launch: the instance
+    kernel_name_id INTEGER REFERENCES strings(id),
+    stream         INTEGER,
+    status         INTEGER NOT NULL,
+    thread_id      INTEGER NOT NULL REFERENCES threads(id),
+    range_id       INTEGER REFERENCES ranges(id),
+    ns             INTEGER NOT NULL
+);
+
+CREATE TABLE graph_execs (               -- one row per instantiation, and per cudaGraphExecUpdate
+    id          INTEGER PRIMARY KEY,
+    handle      INTEGER NOT NULL,        -- cudaGraphExec_t
+    graph       INTEGER,                 -- the graph instantiated (for an update: the update's)
+    api         TEXT NOT NULL,
+    flags       INTEGER NOT NULL,        -- cudaGraphInstantiateFlags (1 = AutoFreeOnLaunch)
+    capture_id  INTEGER REFERENCES captures(id),    -- the capture that made the graph
+    previous_id INTEGER REFERENCES graph_execs(id), -- an update: the structure it replaced
+    nodes       INTEGER NOT NULL,        -- rows of graph_nodes (child graphs inlined)
+    kernels     INTEGER NOT NULL,
+    allocations INTEGER NOT NULL,        -- memory allocation nodes
+    frees       INTEGER NOT NULL,        -- memory free nodes
+    complete    INTEGER NOT NULL,        -- 1: every node was recorded
+    thread_id   INTEGER NOT NULL REFERENCES threads(id),
+    range_id    INTEGER REFERENCES ranges(id),
+    run_id      INTEGER REFERENCES runs(id),
+    ns          INTEGER NOT NULL,
+    end_ns      INTEGER,                 -- destroyed or updated; NULL: alive at the end
+    end_api     TEXT,                    -- cudaGraphExecDestroy or cudaGraphExecUpdate
+    launches    INTEGER NOT NULL
+);
+
+CREATE TABLE graph_nodes (               -- the nodes of an instance, in the order it runs them
+    graph_exec_id  INTEGER NOT NULL REFERENCES graph_execs(id),
+    position       INTEGER NOT NULL,     -- 0, 1, ... in launch order
+    depth          INTEGER NOT NULL,     -- child-graph nesting (0: the instantiated graph)
+    type           TEXT NOT NULL,        -- kernel, memcpy, memset, host, empty, event-wait, event-record,
+                                         -- semaphore-signal, semaphore-wait, mem-alloc, mem-free, batch-mem-op, conditional
+    handle         INTEGER,              -- cudaGraphNode_t
+    kernel_name_id INTEGER REFERENCES strings(id),
+    function       INTEGER,
+    grid_x INTEGER, grid_y INTEGER, grid_z INTEGER,
+    block_x INTEGER, block_y INTEGER, block_z INTEGER,
+    shared_bytes   INTEGER,
+    address        INTEGER,              -- mem-alloc, mem-free: the address; memcpy, memset: the destination
+    bytes          INTEGER,              -- mem-alloc: bytes; memset, memcpy: bytes (elements for arrays)
+    PRIMARY KEY (graph_exec_id, position)
+) WITHOUT ROWID;
+
+CREATE TABLE graph_launches (            -- one row per cudaGraphLaunch that was run (not captured)
+    id            INTEGER PRIMARY KEY,
+    graph_exec_id INTEGER REFERENCES graph_execs(id), -- NULL: an instance made before tracing
+    launch_id     INTEGER REFERENCES launches(id),    -- the launches row of the call
+    stream        INTEGER,
+    status        INTEGER NOT NULL,
+    thread_id     INTEGER NOT NULL REFERENCES threads(id),
+    range_id      INTEGER REFERENCES ranges(id),
+    run_id        INTEGER REFERENCES runs(id),
+    ns            INTEGER NOT NULL,
+    kernels       INTEGER NOT NULL,      -- what it ran
+    allocations   INTEGER NOT NULL,
+    frees         INTEGER NOT NULL
+);
+
+CREATE TABLE graph_launch_work (         -- the rows each graph launch made, node by node
+    graph_launch_id INTEGER NOT NULL REFERENCES graph_launches(id),
+    position        INTEGER NOT NULL,    -- graph_nodes.position of the node
+    launch_id       INTEGER REFERENCES launches(id),       -- kernel node: the kernel's launches row
+    allocation_id   INTEGER REFERENCES allocations(id),    -- mem-alloc: the allocation made; mem-free: the one freed
+    PRIMARY KEY (graph_launch_id, position)
+) WITHOUT ROWID;
+
+-- CUDA arrays, and memory pools: what each reserves against what is in use, over time.
+CREATE TABLE array_allocations (         -- the allocations rows of cudaMallocArray & co.
+    allocation_id INTEGER PRIMARY KEY REFERENCES allocations(id),
+    kind          TEXT NOT NULL,         -- 'array', '3d-array' or 'mipmapped-array'
+    width         INTEGER NOT NULL,      -- in elements
+    height        INTEGER NOT NULL,      -- 0: one-dimensional
+    depth         INTEGER NOT NULL,      -- 0: not three-dimensional
+    levels        INTEGER NOT NULL,      -- mipmap levels (1 for the others)
+    flags         INTEGER NOT NULL,
+    bits_x INTEGER, bits_y INTEGER, bits_z INTEGER, bits_w INTEGER, -- channel bits
+    format        TEXT                   -- 'signed', 'unsigned', 'float', 'none', or the cudaChannelFormatKind number
+);
+
+CREATE TABLE memory_pools (
+    id          INTEGER PRIMARY KEY,
+    handle      INTEGER NOT NULL,        -- cudaMemPool_t; 0 for a device's graph allocator
+    kind        TEXT NOT NULL,           -- 'created' (cudaMemPoolCreate), 'device' (a device's current pool,
+                                         -- seen through cudaMallocAsync), 'graph' (graph memory nodes), 'other'
+    device      INTEGER,
+    max_bytes   INTEGER,                 -- cudaMemPoolProps.maxSize when set
+    thread_id   INTEGER NOT NULL REFERENCES threads(id),
+    range_id    INTEGER REFERENCES ranges(id),
+    ns          INTEGER NOT NULL,        -- created, or first seen
+    destroy_ns  INTEGER,
+    allocations INTEGER NOT NULL         -- rows of pool_allocations
+);
+
+CREATE TABLE pool_allocations (          -- which pool each stream-ordered or graph allocation came from
+    allocation_id INTEGER PRIMARY KEY REFERENCES allocations(id),
+    pool_id       INTEGER NOT NULL REFERENCES memory_pools(id)
+);
+
+CREATE TABLE pool_samples (              -- a pool's state each time what it reserves changed
+    pool_id             INTEGER NOT NULL REFERENCES memory_pools(id),
+    api                 TEXT NOT NULL,   -- the call after which it was read
+    reserved_bytes      INTEGER NOT NULL,
+    used_bytes          INTEGER NOT NULL,
+    reserved_high_bytes INTEGER NOT NULL,
+    used_high_bytes     INTEGER NOT NULL,
+    release_threshold   INTEGER,         -- NULL for a graph allocator
+    thread_id           INTEGER NOT NULL REFERENCES threads(id),
+    ns                  INTEGER NOT NULL
+);
+
+CREATE TABLE pool_operations (           -- trims, attribute changes, destroys, current-pool changes
+    pool_id   INTEGER REFERENCES memory_pools(id),
+    api       TEXT NOT NULL,
+    status    INTEGER NOT NULL,
+    attribute INTEGER,                   -- cudaMemPoolSetAttribute: the cudaMemPoolAttr
+    value     INTEGER,                   -- the value set; trim: the bytes to keep; current pool: the device
+    thread_id INTEGER NOT NULL REFERENCES threads(id),
+    range_id  INTEGER REFERENCES ranges(id),
+    ns        INTEGER NOT NULL
+);
+
 -- Successful device-side allocations (device and managed memory) with names resolved.
 CREATE VIEW device_allocations AS
 SELECT a.id, a.api, a.memory, a.device, a.address, a.bytes, a.alloc_ns, a.free_ns,

@@ -1,0 +1,86 @@
+/*
+ * What the graph, capture, array and pool hooks (hooks_graph.c, hooks_memory.c) share with each
+ * other and with the allocation and launch hooks of hooks_cuda.c.
+ *
+ * Stream capture.  A call made on a stream that captures is not executed: it becomes a node of the
+ * capture's graph.  The hooks cannot tell from the call alone, so while any capture is under way
+ * (ws_captures_active counts the captures the begin and end hooks saw) a stream-ordered hook asks
+ * the runtime whether its stream captures, and if so writes a CAPTURED record just before its own.
+ * Streams that joined a capture through an event are seen the same way: the runtime answers for
+ * them too.  With no capture under way the check is one load.
+ */
+#ifndef WS_GRAPH_HOOKS_H
+#define WS_GRAPH_HOOKS_H
+
+#include <cuda_runtime_api.h>
+
+#include "tracer.h"
+
+/* The device current on the calling thread, as cudaSetDevice set it (hooks_cuda.c). */
+extern WS_TLS int ws_current_device;
+
+/* The real definition of a runtime function: the next one after this library, else in an already
+ * loaded cudart (opened with RTLD_LOCAL by a plugin).  NULL when there is none. */
+void *ws_real_symbol(const char *name);
+
+/* The real function `name`, resolved once per call site. */
+#define WS_REAL_FN(name)                                                                                               \
+    ({                                                                                                                 \
+        static __typeof__(&name) real_fn_;                                                                             \
+        __typeof__(&name) fn_ = __atomic_load_n(&real_fn_, __ATOMIC_ACQUIRE);                                          \
+        if (__builtin_expect(!fn_, 0)) {                                                                               \
+            fn_ = (__typeof__(&name))ws_real_symbol(#name);                                                            \
+            __atomic_store_n(&real_fn_, fn_, __ATOMIC_RELEASE);                                                        \
+        }                                                                                                              \
+        fn_;                                                                                                           \
+    })
+
+/* The body of a hook: forward, then (unless tracing is off or this is the tracer's own call) run
+ * RECORD, which sees the result as rc, with errno kept.  A missing real function answers with the
+ * runtime's code for a missing symbol. */
+#define WS_FORWARD(name, args, RECORD)                                                                                 \
+    do {                                                                                                               \
+        __typeof__(&name) fn = WS_REAL_FN(name);                                                                       \
+        if (!fn)                                                                                                       \
+            return cudaErrorSharedObjectSymbolNotFound;                                                                \
+        if (!ws_hook_enter())                                                                                          \
+            return fn args;                                                                                            \
+        cudaError_t rc = fn args;                                                                                      \
+        int saved = errno;                                                                                             \
+        RECORD;                                                                                                        \
+        ws_hook_leave(saved);                                                                                          \
+        return rc;                                                                                                     \
+    } while (0)
+
+/* A fixed-size record of the calling thread, zeroed, with its type, api, status and time. */
+struct ws_rec *ws_rec_begin(uint8_t type, uint8_t api, int32_t status);
+
+/* ---- stream capture (hooks_graph.c) ---- */
+
+extern int ws_captures_active;
+
+int ws_capture_note_slow(uint8_t api, const void *stream);
+
+/* Called by a stream-ordered hook after its call succeeded, before it writes its record: 1 when
+ * the call was captured (a CAPTURED record now precedes it), else 0. */
+static inline int ws_capture_note(uint8_t api, const void *stream)
+{
+    if (__builtin_expect(__atomic_load_n(&ws_captures_active, __ATOMIC_RELAXED) != 0, 0))
+        return ws_capture_note_slow(api, stream);
+    return 0;
+}
+
+/* cudaGraphLaunch: the record stamped before the call, and the state of the graph allocator
+ * after it (written only when it changed). */
+void ws_graph_launch_begin(const void *exec);
+void ws_graph_memory_sample(uint8_t api);
+
+/* ---- memory pools (hooks_memory.c) ---- */
+
+/* The pool cudaMallocAsync draws from on the calling thread's device. */
+uint64_t ws_pool_current(void);
+/* After a stream-ordered allocation from `pool`: a POOL_STATE record when what it reserves
+ * changed since the last one. */
+void ws_pool_sample(uint8_t api, uint64_t pool);
+
+#endif
