@@ -13,8 +13,10 @@
  * a free node, cudaFree or cudaFreeAsync frees it, or the next launch of an instance made with
  * cudaGraphInstantiateFlagAutoFreeOnLaunch.  A block is reused by a later allocation node of the
  * same graph that is ordered after the free of its latest user (the virtual address reuse that
- * CUDA performs).  The graph allocator's footprint is modelled as a cache that never returns
- * memory until cudaDeviceGraphMemTrim: reserved = the highest use since the last trim.
+ * CUDA performs).  The graph allocator's footprint (the memory associated with graphs) is the
+ * highest use since the last cudaDeviceGraphMemTrim: memory freed by a graph stays mapped for its
+ * next launch.  Launches run one after the other here, so graphs that a GPU would run at the same
+ * time on different streams share it too.
  *
  * Everything here is guarded by sim_lock; kernels and host functions run outside it.
  */
@@ -88,7 +90,12 @@ struct sim_exec {
 };
 
 static struct sim_exec *execs;
-static uint64_t graph_used, graph_used_high, graph_reserved, graph_reserved_high;
+/* graph_live: bytes of live graph allocations.  graph_held: memory associated with graphs, which
+ * is what the allocator's attributes report (cudaGraphMemAttrUsedMemCurrent: "memory currently
+ * associated with graphs"): a free inside a graph leaves it mapped for the next launch, so it
+ * falls back to what is live only at cudaDeviceGraphMemTrim.  This allocator reserves exactly
+ * what it holds, so the Reserved attributes report the same. */
+static uint64_t graph_live, graph_held, graph_held_high;
 
 static const unsigned long long known_instantiate_flags =
     cudaGraphInstantiateFlagAutoFreeOnLaunch | cudaGraphInstantiateFlagUpload | cudaGraphInstantiateFlagDeviceLaunch |
@@ -159,7 +166,7 @@ static struct sim_block *block_at(const void *ptr)
 
 static void block_release(struct sim_block *b)
 {
-    graph_used -= b->live_bytes;
+    graph_live -= b->live_bytes;
     sim_account_free_locked(b->live_bytes);
     b->live = 0;
     b->live_bytes = 0;
@@ -180,13 +187,11 @@ static cudaError_t block_allocate(struct sim_block *b, size_t bytes, const struc
     b->live_bytes = bytes;
     b->live_exec = x;
     b->refs++;
-    graph_used += bytes;
-    if (graph_used > graph_used_high)
-        graph_used_high = graph_used;
-    if (graph_used > graph_reserved)
-        graph_reserved = graph_used;
-    if (graph_reserved > graph_reserved_high)
-        graph_reserved_high = graph_reserved;
+    graph_live += bytes;
+    if (graph_live > graph_held)
+        graph_held = graph_live;
+    if (graph_held > graph_held_high)
+        graph_held_high = graph_held;
     return cudaSuccess;
 }
 
@@ -1715,7 +1720,7 @@ cudaError_t cudaDeviceGraphMemTrim(int device)
     if (device != 0)
         return sim_result(cudaErrorInvalidDevice);
     pthread_mutex_lock(&sim_lock);
-    graph_reserved = graph_used;
+    graph_held = graph_live;
     pthread_mutex_unlock(&sim_lock);
     return cudaSuccess;
 }
@@ -1729,10 +1734,10 @@ cudaError_t cudaDeviceGetGraphMemAttribute(int device, enum cudaGraphMemAttribut
     uint64_t v;
     pthread_mutex_lock(&sim_lock);
     switch (attr) {
-    case cudaGraphMemAttrUsedMemCurrent: v = graph_used; break;
-    case cudaGraphMemAttrUsedMemHigh: v = graph_used_high; break;
-    case cudaGraphMemAttrReservedMemCurrent: v = graph_reserved; break;
-    case cudaGraphMemAttrReservedMemHigh: v = graph_reserved_high; break;
+    case cudaGraphMemAttrUsedMemCurrent:
+    case cudaGraphMemAttrReservedMemCurrent: v = graph_held; break;
+    case cudaGraphMemAttrUsedMemHigh:
+    case cudaGraphMemAttrReservedMemHigh: v = graph_held_high; break;
     default: pthread_mutex_unlock(&sim_lock); return sim_result(cudaErrorInvalidValue);
     }
     pthread_mutex_unlock(&sim_lock);
@@ -1752,10 +1757,7 @@ cudaError_t cudaDeviceSetGraphMemAttribute(int device, enum cudaGraphMemAttribut
     if (v != 0 || (attr != cudaGraphMemAttrUsedMemHigh && attr != cudaGraphMemAttrReservedMemHigh))
         return sim_result(cudaErrorInvalidValue);
     pthread_mutex_lock(&sim_lock);
-    if (attr == cudaGraphMemAttrUsedMemHigh)
-        graph_used_high = graph_used;
-    else
-        graph_reserved_high = graph_reserved;
+    graph_held_high = graph_held;
     pthread_mutex_unlock(&sim_lock);
     return cudaSuccess;
 }
