@@ -395,3 +395,84 @@ Test(graph_trace, a_recovered_spool_gives_the_same_graph_tables)
     sqlite3_close(db);
     tu_result_free(&r);
 }
+
+/* ---- schema/README.md: the graph, capture and pool example queries on traces that hold them ---- */
+
+/* The SQL of the example whose title line starts with `title` (freed by the caller). */
+static char *example_query(const char *title)
+{
+    char *doc = tu_read_file(WS_SOURCE_DIR "/schema/README.md", NULL);
+    char *at = strstr(doc, title), *sql, *end;
+    cr_assert_not_null(at, "schema/README.md has no example \"%s\"", title);
+    sql = strstr(at, "```sql\n");
+    cr_assert_not_null(sql);
+    sql += 7;
+    end = strstr(sql, "```");
+    cr_assert_not_null(end);
+    *end = 0;
+    char *copy = strdup(sql);
+    free(doc);
+    return copy;
+}
+
+/* Runs sql; each row's columns joined by '|', rows by '\n'. */
+static char *rows_of(sqlite3 *db, const char *sql)
+{
+    sqlite3_stmt *st = NULL;
+    cr_assert_eq(sqlite3_prepare_v2(db, sql, -1, &st, NULL), SQLITE_OK, "%s\n%s", sqlite3_errmsg(db), sql);
+    size_t cap = 4096, n = 0;
+    char *out = calloc(1, cap);
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        for (int i = 0; i < sqlite3_column_count(st); i++) {
+            const char *v = (const char *)sqlite3_column_text(st, i);
+            n += (size_t)snprintf(out + n, cap - n, "%s%s", i ? "|" : "", v ? v : "NULL");
+        }
+        n += (size_t)snprintf(out + n, cap - n, "\n");
+        cr_assert_lt(n, cap - 256, "too many rows");
+    }
+    cr_assert_eq(rc, SQLITE_DONE, "%s", sqlite3_errmsg(db));
+    sqlite3_finalize(st);
+    return out;
+}
+
+Test(graph_trace, schema_readme_graph_examples)
+{
+    char trace[512], pools[512], expect[512];
+    struct tu_result r, p;
+    tu_path(trace, sizeof trace, "examples.db");
+    tu_path(pools, sizeof pools, "examples-pool.db");
+    run_ok(&r, trace, ARGV(GRAPH_PROG, "memnodes", "2", "6"));
+    run_ok(&p, pools, ARGV(GRAPH_PROG, "pool"));
+    sqlite3 *db = tu_open(trace);
+
+    /* instance 1: the explicit graph (not captured), 2 launches; instance 2: the captured one, 6 */
+    char *sql = example_query("What each graph launch ran, per instance:"), *rows = rows_of(db, sql);
+    cr_expect_str_eq(rows, "1|cudaGraphInstantiate|0|2|2|2|2\n2|cudaGraphInstantiate|1|6|6|6|6\n");
+    free(sql);
+    free(rows);
+
+    sql = example_query("Calls that stream capture recorded instead of running, per capture:");
+    rows = rows_of(db, sql);
+    snprintf(expect, sizeof expect, "1|global|0|allocation|1|%lld\n1|global|0|free|1|0\n1|global|0|kernel|1|0\n",
+             tu_kv(r.out, "captured_bytes"));
+    cr_expect_str_eq(rows, expect);
+    free(sql);
+    free(rows);
+    sqlite3_close(db);
+
+    /* the created pool reserved at most what the program read after its third allocation (the
+     * largest it printed); the device's pool served one 3 MiB allocation */
+    db = tu_open(pools);
+    sql = example_query("What each memory pool reserved against what was in use, at its peak:");
+    rows = rows_of(db, sql);
+    snprintf(expect, sizeof expect, "1|created|%lld|%lld|%d|3\n", tu_kv(p.out, "pool"), tu_kv(p.out, "reserved_4"),
+             10 << 20);
+    cr_expect(strncmp(rows, expect, strlen(expect)) == 0, "%s\nexpected first row %s", rows, expect);
+    cr_expect(strstr(rows, "|device|") != NULL, "%s", rows);
+    free(sql);
+    free(rows);
+    sqlite3_close(db);
+    tu_result_free(&r);
+    tu_result_free(&p);
+}
