@@ -7,6 +7,9 @@
 #   - logits: max |gpu - sim| <= 1e-3 * max(1, max |sim|) over all runs (fp32 with different
 #     summation orders and exp implementations; 4-bit weights keep values near unit size);
 #   - the GPU run is bitwise reproducible across --alloc dynamic and --alloc async;
+#   - CUDA graphs with memory nodes (tests/graph/graph_gpu.cu: an explicit graph and a captured one)
+#     traced on the GPU and on the simulated device: the same sums, and traces with the same graph
+#     launches, allocations made by them, kernels run and captured calls;
 #   - the main job (scripts/demo.sh) runs on the GPU: trace, plan, planned rerun, report.
 # Prints one PASS/FAIL line per check and exits 0 only when all pass.
 #
@@ -47,7 +50,7 @@ mkdir -p "$OUT"
 cmake -S "$ROOT" -B "$BUILD_DIR" -DWSTRACE_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES="$CUDA_ARCH" \
     -DCMAKE_BUILD_TYPE=RelWithDebInfo >"$OUT/configure.log" 2>&1 ||
     { tail -n 40 "$OUT/configure.log"; fail "configure"; exit 1; }
-cmake --build "$BUILD_DIR" -j"$(nproc)" --target wsk wssim >"$OUT/build.log" 2>&1 ||
+cmake --build "$BUILD_DIR" -j"$(nproc)" --target wsk wssim wstrace wstrace_preload graph_gpu >"$OUT/build.log" 2>&1 ||
     { tail -n 40 "$OUT/build.log"; fail "build"; exit 1; }
 pass "build with nvcc"
 
@@ -100,6 +103,47 @@ verdict=$(paste -d' ' <(awk '$1 == "logit"' "$OUT/sim.txt") <(awk '$1 == "logit"
         }')
 echo "$verdict"
 case $verdict in FAIL*) failures=$((failures + 1)) ;; esac
+
+# CUDA graphs with memory nodes, traced on the GPU and on the simulated device (through its
+# drop-in cudart): the program's sums and the traces' graph figures must agree.
+GRAPH_LAUNCHES=(4 3)
+graph_figures() { # trace -> "graph allocations|freed by graphs|kernels|graph launches|captured calls|api errors"
+    sqlite3 "$1" "SELECT (SELECT COUNT(*) FROM allocations WHERE api = 'cudaGraphLaunch' AND status = 0),
+        (SELECT COUNT(*) FROM allocations WHERE api = 'cudaGraphLaunch' AND free_api = 'cudaGraphLaunch'),
+        (SELECT COUNT(*) FROM launches WHERE id NOT IN (SELECT launch_id FROM graph_launches)),
+        (SELECT COUNT(*) FROM graph_launches WHERE status = 0), (SELECT COUNT(*) FROM captured_calls),
+        (SELECT COUNT(*) FROM api_errors)"
+}
+run_graph() { # name, extra environment...
+    local name=$1
+    shift
+    rm -f "$OUT/$name.db"
+    env "$@" LD_PRELOAD="$BUILD_DIR/lib/libwstrace.so" WSTRACE_OUTPUT="$OUT/$name.db" \
+        "$BUILD_DIR/tests/graph_gpu" "${GRAPH_LAUNCHES[@]}" >"$OUT/$name.txt" 2>"$OUT/$name.err"
+}
+if run_graph graph-gpu && run_graph graph-sim LD_LIBRARY_PATH="$BUILD_DIR/lib/sim"; then
+    gpu_figures=$(graph_figures "$OUT/graph-gpu.db")
+    sim_figures=$(graph_figures "$OUT/graph-sim.db")
+    launches=$((GRAPH_LAUNCHES[0] + GRAPH_LAUNCHES[1]))
+    # each launch: one allocation freed in its graph, two kernels; captured: malloc, 2 kernels, free
+    expected="$launches|$launches|$((2 * launches))|$launches|4|0"
+    if grep '^sum_' "$OUT/graph-gpu.txt" | cmp -s - <(grep '^sum_' "$OUT/graph-sim.txt") &&
+        [ "$(grep -c '^sum_' "$OUT/graph-gpu.txt")" -eq "$launches" ]; then
+        pass "graph sums identical on GPU and simulated device ($launches launches)"
+    else
+        fail "graph sums differ: $(paste -d' ' "$OUT/graph-gpu.txt" "$OUT/graph-sim.txt" | grep sum_ | head -n 3)"
+    fi
+    if [ "$gpu_figures" = "$expected" ] && [ "$sim_figures" = "$expected" ]; then
+        pass "graph traces agree: allocations|freed|kernels|launches|captured|errors = $gpu_figures"
+    else
+        fail "graph traces: GPU $gpu_figures, simulated $sim_figures, expected $expected"
+    fi
+    say "graph memory footprint (high): GPU $(sed -n 's/^footprint_high=//p' "$OUT/graph-gpu.txt"), simulated $(
+        sed -n 's/^footprint_high=//p' "$OUT/graph-sim.txt") bytes"
+else
+    cat "$OUT/graph-gpu.err" "$OUT/graph-sim.err" 2>/dev/null | tail -n 20
+    fail "graph_gpu traced on the GPU and on the simulated device"
+fi
 
 # The main job on the GPU: trace, analyse, plan, rerun under the plan and through the arena, and
 # report, exactly as scripts/demo.sh does on the simulated device (its output lands in out/demo/).

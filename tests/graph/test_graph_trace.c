@@ -476,3 +476,46 @@ Test(graph_trace, schema_readme_graph_examples)
     tu_result_free(&r);
     tu_result_free(&p);
 }
+
+/* ---- an nvcc-built program: graphs with memory nodes through the real launch path ---- */
+
+#ifdef WS_GRAPH_GPU_PROG
+/* sum of 3i + seed for i < n, by hand: 3 n (n - 1) / 2 + seed n */
+static unsigned long long fill_sum(unsigned long long n, unsigned long long seed)
+{
+    return 3 * n * (n - 1) / 2 + seed * n;
+}
+
+Test(graph_trace, nvcc_built_graphs_on_the_simulated_device)
+{
+    char trace[512], sim_path[600];
+    tu_path(trace, sizeof trace, "nvcc.db");
+    snprintf(sim_path, sizeof sim_path, "LD_LIBRARY_PATH=%s/lib/sim", WS_BUILD_DIR);
+    struct tu_result r;
+    tu_run_traced(&r, trace, (const char *const[]){sim_path, NULL}, ARGV(WS_GRAPH_GPU_PROG, "3", "2"));
+    cr_assert(r.exited && r.code == 0, "graph_gpu: exit %d\n%s\n%s", r.code, r.out, r.err);
+    cr_assert(strstr(r.out, "device=sim\n") != NULL, "%s", r.out);
+    for (int i = 0; i < 5; i++) {
+        char key[16];
+        snprintf(key, sizeof key, "sum_%d", i);
+        cr_expect_eq((unsigned long long)tu_kv(r.out, key), fill_sum(1u << 18, i < 3 ? 7 : 11), "%s", key);
+    }
+    sqlite3 *db = tu_open(trace);
+    long long launches = tu_kv(r.out, "explicit_launches") + tu_kv(r.out, "captured_launches");
+    cr_expect_eq(tu_int(db,
+                        "SELECT COUNT(*) FROM allocations WHERE api = 'cudaGraphLaunch' AND bytes = %lld AND "
+                        "free_api = 'cudaGraphLaunch'",
+                        tu_kv(r.out, "graph_bytes")),
+                 launches);
+    cr_expect_eq(kernels_named(db, "graph_gpu_fill") + kernels_named(db, "graph_gpu_sum"), tu_kv(r.out, "kernels"));
+    cr_expect_eq(tu_int(db, "SELECT COUNT(*) FROM captured_calls c JOIN strings k ON k.id = c.kernel_name_id WHERE "
+                            "c.api = '__cudaLaunchKernel' AND k.value IN ('graph_gpu_fill', 'graph_gpu_sum')"),
+                 2, "the <<<>>> launches were captured, with their names");
+    cr_expect_eq(tu_int(db, "SELECT COUNT(*) FROM captured_calls WHERE kind IN ('allocation', 'free')"), 2);
+    cr_expect_eq(tu_int(db, "SELECT MAX(used_high_bytes) FROM pool_samples s JOIN memory_pools p ON p.id = s.pool_id "
+                            "WHERE p.kind = 'graph'"),
+                 tu_kv(r.out, "footprint_high"));
+    sqlite3_close(db);
+    tu_result_free(&r);
+}
+#endif
