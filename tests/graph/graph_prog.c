@@ -16,7 +16,10 @@
  *   pool           a pool's reserved and used bytes: allocations, a synchronisation, a trim
  *   ipc            a forked child opens the parent's IPC handle twice and closes it twice
  *   modes          a capture that a prohibited call invalidates, and one in relaxed mode
+ *   threads T K    T threads, each capturing its own stream (thread-local mode) and launching the
+ *                  graph K times inside its own node "thread-<i>"
  */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -372,6 +375,56 @@ static int modes(void)
     return 0;
 }
 
+struct worker {
+    int index, launches;
+    char node[32];
+};
+
+static void *worker_main(void *arg)
+{
+    struct worker *w = arg;
+    cudaStream_t s;
+    cudaGraph_t g;
+    cudaGraphExec_t x;
+    void *p = NULL;
+    CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+    CHECK(cudaMallocAsync(&p, 4096 * (size_t)(w->index + 1), s));
+    void *args[] = {&p};
+    CHECK(cudaLaunchKernel((const void *)graph_kernel_touch, one, one, args, 0, s));
+    CHECK(cudaFreeAsync(p, s));
+    CHECK(cudaStreamEndCapture(s, &g));
+    CHECK(cudaGraphInstantiate(&x, g, 0));
+    wstrace_node_push(w->node);
+    for (int i = 0; i < w->launches; i++)
+        CHECK(cudaGraphLaunch(x, s));
+    wstrace_node_pop();
+    CHECK(cudaStreamSynchronize(s));
+    CHECK(cudaGraphExecDestroy(x));
+    CHECK(cudaGraphDestroy(g));
+    CHECK(cudaStreamDestroy(s));
+    return NULL;
+}
+
+static int threads(int t, int k)
+{
+    pthread_t ids[16];
+    struct worker w[16];
+    if (t < 1 || t > 16)
+        return 2;
+    for (int i = 0; i < t; i++) {
+        w[i].index = i;
+        w[i].launches = k;
+        snprintf(w[i].node, sizeof w[i].node, "thread-%d", i);
+        if (pthread_create(&ids[i], NULL, worker_main, &w[i]) != 0)
+            return 1;
+    }
+    for (int i = 0; i < t; i++)
+        pthread_join(ids[i], NULL);
+    printf("threads=%d\nlaunches=%d\n", t, k);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     register_kernels();
@@ -394,7 +447,9 @@ int main(int argc, char **argv)
         return ipc();
     if (!strcmp(mode, "modes"))
         return modes();
+    if (!strcmp(mode, "threads") && argc == 4)
+        return threads(atoi(argv[2]), atoi(argv[3]));
     fprintf(stderr, "usage: graph_prog memnodes N M | kernels K L | unfreed | update | arrays | register | pool | "
-                    "ipc | modes\n");
+                    "ipc | modes | threads T K\n");
     return 2;
 }

@@ -135,6 +135,10 @@ Test(graph_trace, memory_nodes_allocate_once_per_launch_and_never_at_capture)
     cr_expect_eq(tu_int(db, "SELECT r.profile_bytes FROM resolutions r JOIN strings s ON s.id = r.node_name_id "
                             "WHERE s.value = 'captured'"),
                  captured_bytes);
+    /* and plans a block for each: the run holds N + M allocations, one live at a time */
+    wstrace_ok(ARGV(TU_WSTRACE, "plan", trace));
+    cr_expect_eq(tu_int(db, "SELECT COUNT(*) FROM plan_blocks"), n + m);
+    cr_expect_eq(tu_int(db, "SELECT planned_peak_bytes FROM plans"), captured_bytes);
     sqlite3_close(db);
 
     struct tu_result sum;
@@ -376,6 +380,32 @@ Test(graph_trace, capture_modes_and_invalidated_captures)
                  tu_kv(r.out, "prohibited"));
     cr_expect_eq(tu_int(db, "SELECT COUNT(*) FROM allocations WHERE status = 0"), 1,
                  "only the cudaMalloc that ran: it is not stream-ordered");
+    sqlite3_close(db);
+    tu_result_free(&r);
+}
+
+Test(graph_trace, captures_and_launches_on_several_threads)
+{
+    char trace[512];
+    tu_path(trace, sizeof trace, "threads.db");
+    struct tu_result r;
+    run_ok(&r, trace, ARGV(GRAPH_PROG, "threads", "4", "25"));
+    long long t = tu_kv(r.out, "threads"), k = tu_kv(r.out, "launches");
+    sqlite3 *db = tu_open(trace);
+    cr_expect_eq(tu_int(db, "SELECT COUNT(*) FROM captures WHERE mode = 'thread-local' AND end_status = 0 AND "
+                            "calls = 3"),
+                 t);
+    cr_expect_eq(tu_int(db, "SELECT COUNT(*) FROM allocations WHERE api = 'cudaMallocAsync'"), 0);
+    cr_expect_eq(tu_int(db, "SELECT COUNT(*) FROM allocations WHERE api = 'cudaGraphLaunch' AND free_api = "
+                            "'cudaGraphLaunch'"),
+                 t * k);
+    for (int i = 0; i < t; i++) {
+        char node[32], extra[64];
+        snprintf(node, sizeof node, "thread-%d", i);
+        snprintf(extra, sizeof extra, "AND a.bytes = %d AND a.free_thread_id = a.thread_id", 4096 * (i + 1));
+        cr_expect_eq(allocations_in(db, node, extra), k, "thread %d: its own graph's memory, in its node", i);
+    }
+    cr_expect_eq(tu_int(db, "SELECT COUNT(*) FROM api_errors"), 0);
     sqlite3_close(db);
     tu_result_free(&r);
 }
