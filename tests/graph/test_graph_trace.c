@@ -129,10 +129,10 @@ Test(graph_trace, memory_nodes_allocate_once_per_launch_and_never_at_capture)
     wstrace_ok(ARGV(TU_WSTRACE, "resolve", trace));
     cr_expect_eq(tu_int(db, "SELECT COUNT(*) FROM lifetimes WHERE class = 'workspace'"), n + m);
     cr_expect_eq(tu_int(db, "SELECT COUNT(*) FROM lifetimes"), n + m);
-    cr_expect_eq(tu_int(db, "SELECT r.profile_bytes FROM resolutions r JOIN strings s ON s.id = r.node_name_id "
+    cr_expect_eq(tu_int(db, "SELECT r.planner_profile_bytes FROM resolutions r JOIN strings s ON s.id = r.node_name_id "
                             "WHERE s.value = 'explicit'"),
                  explicit_bytes, "launches run one after the other: one allocation live at a time");
-    cr_expect_eq(tu_int(db, "SELECT r.profile_bytes FROM resolutions r JOIN strings s ON s.id = r.node_name_id "
+    cr_expect_eq(tu_int(db, "SELECT r.planner_profile_bytes FROM resolutions r JOIN strings s ON s.id = r.node_name_id "
                             "WHERE s.value = 'captured'"),
                  captured_bytes);
     /* and plans a block for each: the run holds N + M allocations, one live at a time */
