@@ -62,6 +62,16 @@ enum wsk_status wsk_nbits_sizes(uint64_t K, uint64_t N, uint64_t *weight_bytes, 
 
 /* ---- matmul_nbits ---- */
 
+/* GEMM tiles of 64 x 64 and serial K slices: as many as fill the SMs, at most 7, never below one
+ * quantization block each. */
+static uint32_t gemm_slices(uint64_t M, uint64_t N, uint64_t K, uint32_t sm_count)
+{
+    uint64_t tiles = ceil_div(M, WSK_GEMM_TILE_M) * ceil_div(N, WSK_GEMM_TILE_N);
+    uint64_t slices = sm_count > tiles ? ceil_div(sm_count, tiles) : 1, kblocks = ceil_div(K, WSK_QBLOCK);
+    slices = min_u64(slices, min_u64(WSK_GEMM_SPLIT_LIMIT, kblocks));
+    return slices ? (uint32_t)slices : 1;
+}
+
 enum wsk_status wsk_matmul_create(const struct wsk_matmul_attrs *a, uint64_t M, const struct wsk_device *dev,
                                   struct wsk_matmul_kernel *out)
 {
@@ -69,19 +79,30 @@ enum wsk_status wsk_matmul_create(const struct wsk_matmul_attrs *a, uint64_t M, 
     out->split_k = 1;
     if (a->K == WSK_DIM_UNKNOWN || a->N == WSK_DIM_UNKNOWN || M == WSK_DIM_UNKNOWN)
         return WSK_UNAVAILABLE;
-    if (M <= WSK_GEMV_MAX_M || a->N == 0 || dev->sm_count == 0)
+    if (M <= WSK_GEMV_MAX_M || a->N == 0)
         return WSK_OK;
     uint64_t tiles;
     if (!mul3(ceil_div(a->N, WSK_MATMUL_TILE_N), M, 1, &tiles))
         return WSK_UNAVAILABLE;
     /* Split K only as far as it fills the SMs; never below one quantization block per split. */
-    uint64_t split = ceil_div(dev->sm_count, tiles);
+    uint64_t split = dev->sm_count ? ceil_div(dev->sm_count, tiles) : 1;
     split = min_u64(split, min_u64(WSK_SPLITK_MAX, ceil_div(a->K, WSK_QBLOCK)));
     if (split > 1) {
         out->tactic = WSK_MATMUL_SPLITK;
         out->split_k = (uint32_t)split;
+        return WSK_OK;
     }
+    out->tactic = WSK_MATMUL_GEMM;
+    out->split_k = gemm_slices(M, a->N, a->K, dev->sm_count);
     return WSK_OK;
+}
+
+/* fpA_intB's CUTLASS workspace bound: 4 bytes per tile of the smallest tile configuration, times
+ * the most K slices any configuration launches. */
+static bool gemm_workspace(uint64_t M, uint64_t N, uint64_t *bytes)
+{
+    return mul4(ceil_div(M, WSK_GEMM_WS_TILE_M), ceil_div(N, WSK_GEMM_WS_TILE_N), WSK_GEMM_SPLIT_LIMIT, sizeof(int32_t),
+                bytes);
 }
 
 enum wsk_status wsk_matmul_level2(const struct wsk_matmul_attrs *a, const struct wsk_matmul_kernel *k, uint64_t M,
@@ -92,7 +113,9 @@ enum wsk_status wsk_matmul_level2(const struct wsk_matmul_attrs *a, const struct
         return WSK_UNAVAILABLE;
     if (k->tactic == WSK_MATMUL_GEMV || M == 0 || a->N == 0)
         return WSK_OK;
-    if (!mul4(k->split_k, M, a->N, sizeof(float), &out->bytes[0]))
+    bool ok = k->tactic == WSK_MATMUL_GEMM ? gemm_workspace(M, a->N, &out->bytes[0])
+                                           : mul4(k->split_k, M, a->N, sizeof(float), &out->bytes[0]);
+    if (!ok)
         return ws_unavailable(out);
     out->nslots = 1;
     return WSK_OK;
@@ -113,9 +136,12 @@ enum wsk_status wsk_matmul_level1(const struct wsk_matmul_attrs *a, uint64_t max
         return matmul_at(a, max_M, dev, out);
     ws_none(out);
     if (max_M > ENVELOPE_MAX_EVALS) {
-        /* split_k * M * N is bounded by WSK_SPLITK_MAX * max_M * N for every M. */
-        if (!mul4(WSK_SPLITK_MAX, max_M, a->N, sizeof(float), &out->bytes[0]))
+        /* split_k * M * N is bounded by WSK_SPLITK_MAX * max_M * N for every M, the GEMM's
+         * workspace (growing with M) by its value at max_M. */
+        uint64_t gemm;
+        if (!mul4(WSK_SPLITK_MAX, max_M, a->N, sizeof(float), &out->bytes[0]) || !gemm_workspace(max_M, a->N, &gemm))
             return ws_unavailable(out);
+        out->bytes[0] = out->bytes[0] > gemm ? out->bytes[0] : gemm;
         out->nslots = a->N ? 1 : 0;
         return WSK_OK;
     }
@@ -244,9 +270,10 @@ void wsk_flash_ws(const struct wsk_flash_layout *l, struct wsk_ws *out)
     add_region(out, "softmax_lse", l->lse_offset, l->lse_bytes);
     add_region(out, "softmax_lse_accum", l->lse_accum_offset, l->lse_accum_bytes);
     add_region(out, "out_accum", l->out_accum_offset, l->out_accum_bytes);
+    add_region(out, "seq_lens", l->seq_lens_offset, l->seq_lens_bytes);
 }
 
-/* ---- attention_decode ---- */
+/* ---- attention ---- */
 
 static enum wsk_status attn_attrs_check(const struct wsk_attn_attrs *a)
 {
@@ -255,18 +282,27 @@ static enum wsk_status attn_attrs_check(const struct wsk_attn_attrs *a)
     return a->kv_heads == 0 || a->heads % a->kv_heads != 0 ? WSK_EINVAL : WSK_OK;
 }
 
-enum wsk_status wsk_attn_create(const struct wsk_attn_attrs *a, uint64_t batch, uint64_t kv_len,
-                                const struct wsk_device *dev, struct wsk_attn_kernel *out)
+/* The heads ONNX Runtime counts the split work with: fast decoding (a one-token step, or a prompt
+ * continuing a cache) counts the KV heads, a first prompt (every position new) the query heads. */
+static uint64_t split_heads(const struct wsk_attn_attrs *a, uint64_t seq, uint64_t kv_len)
+{
+    return seq > 1 && kv_len == seq ? a->heads : a->kv_heads;
+}
+
+enum wsk_status wsk_attn_create_seq(const struct wsk_attn_attrs *a, uint64_t batch, uint64_t seq, uint64_t kv_len,
+                                    const struct wsk_device *dev, struct wsk_attn_kernel *out)
 {
     out->splits = 1;
     out->split_len = 0;
     enum wsk_status st = attn_attrs_check(a);
     if (st != WSK_OK)
         return st;
-    if (batch == WSK_DIM_UNKNOWN || kv_len == WSK_DIM_UNKNOWN || kv_len > UINT32_MAX)
+    if (batch == WSK_DIM_UNKNOWN || seq == WSK_DIM_UNKNOWN || kv_len == WSK_DIM_UNKNOWN || kv_len > UINT32_MAX)
         return WSK_UNAVAILABLE;
-    /* One query token per sequence; the decoding kernel counts its work with the KV heads. */
-    st = wsk_flash_num_splits(batch, 1, kv_len, a->kv_heads, a->head_dim, dev->sm_count, &out->splits);
+    if (seq == 0 || (kv_len > 0 && seq > kv_len))
+        return WSK_EINVAL;
+    st =
+        wsk_flash_num_splits(batch, seq, kv_len, split_heads(a, seq, kv_len), a->head_dim, dev->sm_count, &out->splits);
     if (st != WSK_OK)
         return st;
     uint64_t block = wsk_flash_kv_block(a->head_dim), blocks = ceil_div(kv_len, block);
@@ -275,93 +311,169 @@ enum wsk_status wsk_attn_create(const struct wsk_attn_attrs *a, uint64_t batch, 
     return WSK_OK;
 }
 
-enum wsk_status wsk_attn_layout(const struct wsk_attn_attrs *a, const struct wsk_attn_kernel *k, uint64_t batch,
-                                struct wsk_flash_layout *out)
+enum wsk_status wsk_attn_create(const struct wsk_attn_attrs *a, uint64_t batch, uint64_t kv_len,
+                                const struct wsk_device *dev, struct wsk_attn_kernel *out)
+{
+    return wsk_attn_create_seq(a, batch, 1, kv_len, dev, out);
+}
+
+/* The prefill root ends with the sequence-length vectors. */
+static enum wsk_status append_seq_lens(uint64_t batch, struct wsk_flash_layout *l)
+{
+    uint64_t bytes, cursor = l->total_bytes;
+    if (!mul3(batch, WSK_SEQ_LENS_VECTORS, sizeof(int32_t), &bytes) ||
+        !append_region(bytes, &cursor, &l->seq_lens_offset)) {
+        memset(l, 0, sizeof *l);
+        return WSK_UNAVAILABLE;
+    }
+    l->seq_lens_bytes = bytes;
+    l->total_bytes = cursor;
+    return WSK_OK;
+}
+
+enum wsk_status wsk_attn_layout_seq(const struct wsk_attn_attrs *a, const struct wsk_attn_kernel *k, uint64_t batch,
+                                    uint64_t seq, struct wsk_flash_layout *out)
 {
     enum wsk_status st = attn_attrs_check(a);
     if (st != WSK_OK) {
         memset(out, 0, sizeof *out);
         return st;
     }
-    return wsk_flash_layout(batch, 1, a->heads, a->head_dim, k->splits, out);
+    st = wsk_flash_layout(batch, seq, a->heads, a->head_dim, k->splits, out);
+    return st != WSK_OK || seq <= 1 ? st : append_seq_lens(batch, out);
 }
 
-enum wsk_status wsk_attn_level2(const struct wsk_attn_attrs *a, const struct wsk_attn_kernel *k, uint64_t batch,
-                                uint64_t kv_len, struct wsk_ws *out)
+enum wsk_status wsk_attn_layout(const struct wsk_attn_attrs *a, const struct wsk_attn_kernel *k, uint64_t batch,
+                                struct wsk_flash_layout *out)
+{
+    return wsk_attn_layout_seq(a, k, batch, 1, out);
+}
+
+enum wsk_status wsk_attn_level2_seq(const struct wsk_attn_attrs *a, const struct wsk_attn_kernel *k, uint64_t batch,
+                                    uint64_t seq, uint64_t kv_len, struct wsk_ws *out)
 {
     struct wsk_flash_layout l;
     ws_none(out);
     if (kv_len == WSK_DIM_UNKNOWN)
         return WSK_UNAVAILABLE;
-    enum wsk_status st = wsk_attn_layout(a, k, batch, &l);
-    if (st != WSK_OK || kv_len == 0)
+    enum wsk_status st = wsk_attn_layout_seq(a, k, batch, seq, &l);
+    if (st != WSK_OK || kv_len == 0 || batch == 0)
         return st; /* no position to attend: nothing runs, nothing is declared */
     wsk_flash_ws(&l, out);
     return WSK_OK;
 }
 
-static enum wsk_status attn_at(const struct wsk_attn_attrs *a, uint64_t batch, uint64_t kv_len,
+enum wsk_status wsk_attn_level2(const struct wsk_attn_attrs *a, const struct wsk_attn_kernel *k, uint64_t batch,
+                                uint64_t kv_len, struct wsk_ws *out)
+{
+    return wsk_attn_level2_seq(a, k, batch, 1, kv_len, out);
+}
+
+static enum wsk_status attn_at(const struct wsk_attn_attrs *a, uint64_t batch, uint64_t seq, uint64_t kv_len,
                                const struct wsk_device *dev, struct wsk_ws *out)
 {
     struct wsk_attn_kernel k;
-    enum wsk_status st = wsk_attn_create(a, batch, kv_len, dev, &k);
-    return st != WSK_OK ? (ws_none(out), st) : wsk_attn_level2(a, &k, batch, kv_len, out);
+    enum wsk_status st = wsk_attn_create_seq(a, batch, seq, kv_len, dev, &k);
+    return st != WSK_OK ? (ws_none(out), st) : wsk_attn_level2_seq(a, &k, batch, seq, kv_len, out);
 }
 
-/* The largest root over every batch and KV length up to the maxima.  The split count depends on
- * the KV length only through its block count, so one length per block count covers them all.
- * Regions are not part of a Level-1 estimate: it reserves the root's size. */
-static enum wsk_status attn_envelope(const struct wsk_attn_attrs *a, uint64_t max_batch, uint64_t max_kv_len,
-                                     const struct wsk_device *dev, struct wsk_ws *out)
+/* The root of a shape with its split count forced: a bound for shapes whose split count the walk
+ * does not evaluate itself. */
+static enum wsk_status attn_root_with(const struct wsk_attn_attrs *a, uint64_t batch, uint64_t seq, uint32_t splits,
+                                      struct wsk_ws *out)
 {
-    uint64_t block = wsk_flash_kv_block(a->head_dim), blocks = ceil_div(max_kv_len, block);
-    for (uint64_t b = 1; b <= max_batch; b++)
-        for (uint64_t blk = 1; blk <= blocks; blk++) {
+    struct wsk_attn_kernel k = {splits, 0};
+    return wsk_attn_level2_seq(a, &k, batch, seq, 1, out);
+}
+
+/* One prefill group: every seq of query-block count qb has the split count of its largest member
+ * for a given batch, KV block count and head count, and the root grows with seq, so that member
+ * bounds the group.  Both head counts are tried: a first prompt and a continuing one differ. */
+static enum wsk_status attn_prefill_group(const struct wsk_attn_attrs *a, uint64_t b, uint64_t seq, uint64_t blocks,
+                                          const struct wsk_device *dev, struct wsk_ws *out)
+{
+    uint64_t block = wsk_flash_kv_block(a->head_dim);
+    uint64_t heads[2] = {a->heads, a->kv_heads};
+    for (uint64_t blk = 1; blk <= blocks; blk++)
+        for (int h = 0; h < 2; h++) {
+            uint32_t splits;
             struct wsk_ws w;
-            if (attn_at(a, b, min_u64(blk * block, max_kv_len), dev, &w) != WSK_OK)
-                return ws_unavailable(out);
+            if (wsk_flash_num_splits(b, seq, blk * block, heads[h], a->head_dim, dev->sm_count, &splits) != WSK_OK ||
+                attn_root_with(a, b, seq, splits, &w) != WSK_OK)
+                return WSK_UNAVAILABLE;
             w.nregions = 0;
             ws_max(out, &w);
         }
     return WSK_OK;
 }
 
-/* Above the walking limit: the root at the maximum batch with the most splits any KV length up to
- * the maximum could take, which bounds every shape (the root grows with batch and splits). */
-static enum wsk_status attn_bound(const struct wsk_attn_attrs *a, uint64_t max_batch, uint64_t max_kv_len,
-                                  const struct wsk_device *dev, struct wsk_ws *out)
+/* The largest root over every batch, sequence and KV length up to the maxima.  The split count
+ * depends on the KV length only through its block count and on seq only through its query-block
+ * count, so one length per block count covers them all.  Regions are not part of a Level-1
+ * estimate: it reserves the root's size. */
+static enum wsk_status attn_envelope(const struct wsk_attn_attrs *a, uint64_t max_batch, uint64_t max_seq,
+                                     uint64_t max_kv_len, const struct wsk_device *dev, struct wsk_ws *out)
 {
-    struct wsk_flash_layout l;
+    uint64_t block = wsk_flash_kv_block(a->head_dim), blocks = ceil_div(max_kv_len, block);
+    for (uint64_t b = 1; b <= max_batch; b++) {
+        for (uint64_t blk = 1; blk <= blocks; blk++) { /* decoding */
+            struct wsk_ws w;
+            if (attn_at(a, b, 1, min_u64(blk * block, max_kv_len), dev, &w) != WSK_OK)
+                return ws_unavailable(out);
+            w.nregions = 0;
+            ws_max(out, &w);
+        }
+        for (uint64_t qb = 1; max_seq > 1 && qb <= ceil_div(max_seq, WSK_FLASH_BLOCK_M); qb++)
+            if (attn_prefill_group(a, b, min_u64(qb * WSK_FLASH_BLOCK_M, max_seq), blocks, dev, out) != WSK_OK)
+                return ws_unavailable(out);
+    }
+    return WSK_OK;
+}
+
+/* Above the walking limit: the root at the maximum batch and sequence with the most splits any KV
+ * length up to the maximum could take, which bounds every shape (the root grows with batch,
+ * sequence and splits). */
+static enum wsk_status attn_bound(const struct wsk_attn_attrs *a, uint64_t max_batch, uint64_t max_seq,
+                                  uint64_t max_kv_len, const struct wsk_device *dev, struct wsk_ws *out)
+{
     uint64_t blocks = ceil_div(max_kv_len, wsk_flash_kv_block(a->head_dim));
     uint64_t widest = min_u64(min_u64(WSK_FLASH_MAX_SPLITS, dev->sm_count ? dev->sm_count : 1), blocks ? blocks : 1);
-    if (wsk_flash_layout(max_batch, 1, a->heads, a->head_dim, (uint32_t)widest, &l) != WSK_OK)
+    if (attn_root_with(a, max_batch, max_seq, (uint32_t)widest, out) != WSK_OK)
         return ws_unavailable(out);
-    wsk_flash_ws(&l, out);
     out->nregions = 0;
     return WSK_OK;
 }
 
-enum wsk_status wsk_attn_level1(const struct wsk_attn_attrs *a, uint64_t max_batch, uint64_t max_kv_len,
-                                const struct wsk_device *dev, enum wsk_l1_policy policy, struct wsk_ws *out)
+enum wsk_status wsk_attn_level1_seq(const struct wsk_attn_attrs *a, uint64_t max_batch, uint64_t max_seq,
+                                    uint64_t max_kv_len, const struct wsk_device *dev, enum wsk_l1_policy policy,
+                                    struct wsk_ws *out)
 {
     enum wsk_status st = attn_attrs_check(a);
-    if (st == WSK_OK && (max_batch == WSK_DIM_UNKNOWN || max_kv_len == WSK_DIM_UNKNOWN))
+    if (st == WSK_OK && (max_batch == WSK_DIM_UNKNOWN || max_seq == WSK_DIM_UNKNOWN || max_kv_len == WSK_DIM_UNKNOWN))
         st = WSK_UNAVAILABLE;
+    if (st == WSK_OK && (max_seq == 0 || max_seq > max_kv_len))
+        st = WSK_EINVAL;
     if (st != WSK_OK) {
         ws_none(out);
         return st;
     }
     if (policy == WSK_L1_MAX_SHAPE) {
-        st = attn_at(a, max_batch, max_kv_len, dev, out);
+        st = attn_at(a, max_batch, max_seq, max_kv_len, dev, out);
         out->nregions = 0;
         return st;
     }
     ws_none(out);
-    uint64_t evals;
-    if (mul3(max_batch, ceil_div(max_kv_len, wsk_flash_kv_block(a->head_dim)), 1, &evals) &&
+    uint64_t evals, groups = 1 + (max_seq > 1 ? 2 * ceil_div(max_seq, WSK_FLASH_BLOCK_M) : 0);
+    if (mul3(max_batch, ceil_div(max_kv_len, wsk_flash_kv_block(a->head_dim)), groups, &evals) &&
         evals <= ATTN_ENVELOPE_MAX_EVALS)
-        return attn_envelope(a, max_batch, max_kv_len, dev, out);
-    return attn_bound(a, max_batch, max_kv_len, dev, out);
+        return attn_envelope(a, max_batch, max_seq, max_kv_len, dev, out);
+    return attn_bound(a, max_batch, max_seq, max_kv_len, dev, out);
+}
+
+enum wsk_status wsk_attn_level1(const struct wsk_attn_attrs *a, uint64_t max_batch, uint64_t max_kv_len,
+                                const struct wsk_device *dev, enum wsk_l1_policy policy, struct wsk_ws *out)
+{
+    return wsk_attn_level1_seq(a, max_batch, 1, max_kv_len, dev, policy, out);
 }
 
 /* ---- argmax ---- */

@@ -5,7 +5,7 @@
  * wsk_attn_layout: softmax_lse, and with several splits softmax_lse_accum and out_accum, at the
  * root's aligned offsets.  Grouped-query attention: query head h reads KV head h / (heads / kv_heads).
  */
-#include "wskernels.h"
+#include "ref_attention.h"
 
 #include <math.h>
 
@@ -19,11 +19,6 @@ struct attn_dims {
 struct attn_buffers {
     float *softmax_lse, *lse_accum, *out_accum;
 };
-
-static uint32_t rounded_head(uint32_t head_dim)
-{
-    return (head_dim + WSK_FLASH_HEAD_ROUND - 1) / WSK_FLASH_HEAD_ROUND * WSK_FLASH_HEAD_ROUND;
-}
 
 static void kv_append(float *k_cache, float *v_cache, const float *k_new, const float *v_new, const struct attn_dims *d,
                       uint32_t pos)
@@ -69,29 +64,35 @@ static void attend_chunk(struct softmax_acc *st, const float *q, const float *ke
     st->max = new_max;
 }
 
+float wsk_ref_attend_range(float *out_row, const float *q, const float *k_rows, const float *v_rows, uint32_t head_dim,
+                           uint64_t p0, uint64_t p1)
+{
+    struct softmax_acc st = {-INFINITY, 0.0f, out_row};
+    for (uint32_t i = 0; i < head_dim; i++)
+        out_row[i] = 0.0f;
+    for (uint64_t p = p0; p < p1; p += CHUNK) {
+        uint32_t count = (uint32_t)(p1 - p < CHUNK ? p1 - p : CHUNK);
+        attend_chunk(&st, q, k_rows + p * head_dim, v_rows + p * head_dim, count, head_dim);
+    }
+    if (st.sum == 0.0f) /* empty range: a zero output that the combine weighs with exp(-inf) */
+        return -INFINITY;
+    for (uint32_t i = 0; i < head_dim; i++)
+        out_row[i] /= st.sum;
+    return st.max + logf(st.sum);
+}
+
 /* One split of one (sequence, head): normalised output into out_row, log-sum-exp returned. */
 static float attend_split(float *out_row, const float *q, const float *k_rows, const float *v_rows,
                           const struct attn_dims *d, uint32_t split)
 {
     uint64_t p0 = (uint64_t)split * d->split_len, p1 = p0 + d->split_len < d->kv_len ? p0 + d->split_len : d->kv_len;
-    struct softmax_acc st = {-INFINITY, 0.0f, out_row};
-    for (uint32_t i = 0; i < d->head_dim; i++)
-        out_row[i] = 0.0f;
-    for (uint64_t p = p0; p < p1; p += CHUNK) {
-        uint32_t count = (uint32_t)(p1 - p < CHUNK ? p1 - p : CHUNK);
-        attend_chunk(&st, q, k_rows + p * d->head_dim, v_rows + p * d->head_dim, count, d->head_dim);
-    }
-    if (st.sum == 0.0f) /* empty range: a zero output that the combine weighs with exp(-inf) */
-        return -INFINITY;
-    for (uint32_t i = 0; i < d->head_dim; i++)
-        out_row[i] /= st.sum;
-    return st.max + logf(st.sum);
+    return wsk_ref_attend_range(out_row, q, k_rows, v_rows, d->head_dim, p0, p1);
 }
 
 static void attn_split(float *out, const struct attn_buffers *ws, const float *q, const float *k_cache,
                        const float *v_cache, const struct attn_dims *d)
 {
-    uint64_t rows = (uint64_t)d->batch * d->heads, stride = rounded_head(d->head_dim);
+    uint64_t rows = (uint64_t)d->batch * d->heads, stride = wsk_ref_rounded_head(d->head_dim);
     uint32_t group = d->heads / d->kv_heads;
     for (uint32_t b = 0; b < d->batch; b++)
         for (uint32_t h = 0; h < d->heads; h++) {
@@ -112,7 +113,7 @@ static void attn_split(float *out, const struct attn_buffers *ws, const float *q
 
 static void attn_combine(float *out, const struct attn_buffers *ws, const struct attn_dims *d)
 {
-    uint64_t rows = (uint64_t)d->batch * d->heads, stride = rounded_head(d->head_dim);
+    uint64_t rows = (uint64_t)d->batch * d->heads, stride = wsk_ref_rounded_head(d->head_dim);
     for (uint64_t row = 0; row < rows; row++) {
         float m = -INFINITY, total = 0.0f;
         for (uint32_t s = 0; s < d->splits; s++)

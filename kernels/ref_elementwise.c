@@ -26,6 +26,13 @@ void wsk_ref_rmsnorm(float *y, const float *x, const float *gamma, uint32_t M, u
     }
 }
 
+void wsk_ref_rmsnorm_last(float *y, const float *x, const float *gamma, uint32_t batch, uint32_t seq, uint32_t H,
+                          float eps)
+{
+    for (uint32_t b = 0; b < batch && seq > 0; b++)
+        wsk_ref_rmsnorm(y + (uint64_t)b * H, x + ((uint64_t)b * seq + seq - 1) * H, gamma, 1, H, eps);
+}
+
 void wsk_ref_silu_mul(float *y, const float *gate, const float *up, uint64_t n)
 {
     for (uint64_t i = 0; i < n; i++)
@@ -50,6 +57,12 @@ void wsk_host_rmsnorm(void **args)
 {
     wsk_ref_rmsnorm(ARG(float *, 0), ARG(const float *, 1), ARG(const float *, 2), ARG(uint32_t, 3), ARG(uint32_t, 4),
                     ARG(float, 5));
+}
+
+void wsk_host_rmsnorm_last(void **args)
+{
+    wsk_ref_rmsnorm_last(ARG(float *, 0), ARG(const float *, 1), ARG(const float *, 2), ARG(uint32_t, 3),
+                         ARG(uint32_t, 4), ARG(uint32_t, 5), ARG(float, 6));
 }
 
 void wsk_host_silu_mul(void **args)
@@ -77,6 +90,12 @@ const struct wsk_kernel_table *wsk_host_kernels(void)
         .attn_combine = (const void *)wsk_host_attn_combine,
         .argmax_blocks = (const void *)wsk_host_argmax_blocks,
         .argmax_final = (const void *)wsk_host_argmax_final,
+        .matmul_gemm = (const void *)wsk_host_matmul_gemm,
+        .rmsnorm_last = (const void *)wsk_host_rmsnorm_last,
+        .attn_seqlens = (const void *)wsk_host_attn_seqlens,
+        .kv_append_seq = (const void *)wsk_host_kv_append_seq,
+        .attn_prefill_split = (const void *)wsk_host_attn_prefill_split,
+        .attn_prefill_combine = (const void *)wsk_host_attn_prefill_combine,
     };
     return &table;
 }

@@ -1,4 +1,5 @@
-/* elementwise.cu - embedding gather, rmsnorm, silu_mul and residual add on the GPU. */
+/* elementwise.cu - embedding gather, rmsnorm (of every row, or of each sequence's last), silu_mul and
+ * residual add on the GPU. */
 #include "wsk_cuda.cuh"
 
 /* grid (ceil(H/WSK_THREADS), M) */
@@ -30,6 +31,30 @@ extern "C" __global__ void wsk_rmsnorm(float *y, const float *x, const float *ga
     float inv = 1.0f / sqrtf(partial[0] / (float)(H ? H : 1) + eps);
     for (uint32_t h = threadIdx.x; h < H; h += blockDim.x)
         y[(uint64_t)m * H + h] = row[h] * inv * gamma[h];
+}
+
+/* grid (batch), block WSK_THREADS: the last position of each sequence, normalised. */
+extern "C" __global__ void wsk_rmsnorm_last(float *y, const float *x, const float *gamma, uint32_t batch, uint32_t seq,
+                                            uint32_t H, float eps)
+{
+    __shared__ float partial[WSK_THREADS];
+    uint32_t b = blockIdx.x;
+    if (b >= batch || seq == 0)
+        return;
+    const float *row = x + ((uint64_t)b * seq + seq - 1) * H;
+    float sum = 0.0f;
+    for (uint32_t h = threadIdx.x; h < H; h += blockDim.x)
+        sum += row[h] * row[h];
+    partial[threadIdx.x] = sum;
+    __syncthreads();
+    for (uint32_t stride = blockDim.x / 2; stride > 0; stride /= 2) {
+        if (threadIdx.x < stride)
+            partial[threadIdx.x] += partial[threadIdx.x + stride];
+        __syncthreads();
+    }
+    float inv = 1.0f / sqrtf(partial[0] / (float)(H ? H : 1) + eps);
+    for (uint32_t h = threadIdx.x; h < H; h += blockDim.x)
+        y[(uint64_t)b * H + h] = row[h] * inv * gamma[h];
 }
 
 /* Grid-stride loops: any grid covers any n. */

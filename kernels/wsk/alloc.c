@@ -39,7 +39,7 @@ void ws_run_begin(struct ws_allocator *a, const struct wsk_plan *plan)
     a->plan = plan;
 }
 
-static int remember(struct ws_allocator *a, void *ptr, uint64_t bytes, bool planned)
+static int remember(struct ws_allocator *a, void *ptr, uint64_t bytes, bool planned, int32_t event)
 {
     if (a->nlive == a->cap) {
         uint32_t cap = a->cap ? 2 * a->cap : 64;
@@ -49,7 +49,7 @@ static int remember(struct ws_allocator *a, void *ptr, uint64_t bytes, bool plan
         a->live = grown;
         a->cap = cap;
     }
-    a->live[a->nlive++] = (struct ws_live){ptr, bytes, planned};
+    a->live[a->nlive++] = (struct ws_live){ptr, bytes, planned, event};
     return 0;
 }
 
@@ -95,7 +95,8 @@ int ws_alloc(struct ws_allocator *a, const char *node, enum ws_class cls, uint32
         if (b) {
             *out = (char *)a->plan->backing + b->offset;
             a->planned++;
-            return remember(a, *out, bytes, true) == 0 ? 0 : wsk_fail(a->err, WSK_EXIT_FAIL, "wsk: out of host memory");
+            return remember(a, *out, bytes, true, -1) == 0 ? 0
+                                                           : wsk_fail(a->err, WSK_EXIT_FAIL, "wsk: out of host memory");
         }
         a->fallbacks++; /* and allocate on the fly */
     }
@@ -109,12 +110,20 @@ int ws_alloc(struct ws_allocator *a, const char *node, enum ws_class cls, uint32
     if (rc != cudaSuccess)
         return wsk_fail(a->err, WSK_EXIT_FAIL, "wsk: allocation failed in node %s: %s", node,
                         cudaGetErrorString((cudaError_t)rc));
-    if (remember(a, *out, bytes, false) != 0) {
+    /* --alloc pattern: the run that generates its key's pattern records the request. */
+    int32_t event = a->rec ? wsk_pattern_alloc(a->rec, seq, node, cls, slot, bytes) : -1;
+    if (remember(a, *out, bytes, false, event) != 0) {
         device_free(a, *out);
         *out = NULL;
         return wsk_fail(a->err, WSK_EXIT_FAIL, "wsk: out of host memory");
     }
     return 0;
+}
+
+void ws_declared(struct ws_allocator *a, const char *node, uint32_t slot, uint64_t bytes)
+{
+    if (a->rec)
+        wsk_pattern_declared(a->rec, node, slot, bytes);
 }
 
 int ws_free(struct ws_allocator *a, void *ptr)
@@ -125,6 +134,8 @@ int ws_free(struct ws_allocator *a, void *ptr)
         if (a->live[i].ptr != ptr)
             continue;
         bool planned = a->live[i].planned;
+        if (a->rec)
+            wsk_pattern_free(a->rec, a->live[i].event);
         a->live[i] = a->live[--a->nlive];
         cudaError_t rc = planned ? cudaSuccess : device_free(a, ptr);
         return rc == cudaSuccess ? 0 : wsk_fail(a->err, WSK_EXIT_FAIL, "wsk: free failed: %s", cudaGetErrorString(rc));

@@ -1,7 +1,9 @@
 /*
  * main.c - wsk: runs the bundled decoder workload for a number of runs and prints a checksum of
  * its outputs.  Level-1 estimates are declared once at start-up, Level-2 declarations on the first
- * run of each shape key (see graph.c), every run is bracketed by wstrace_run_begin/end.
+ * run of each shape key (see graph.c), every run is bracketed by wstrace_run_begin/end.  Under
+ * --alloc plan a run of a planned shape key takes its plan's blocks; under --alloc pattern the
+ * first run of each key makes the key's plan in process (pattern.c) and later runs take it.
  */
 #include <inttypes.h>
 #include <stdlib.h>
@@ -28,12 +30,18 @@ static void fnv1a(uint64_t *h, const void *data, uint64_t len)
 }
 
 /* Run 0 starts from tokens drawn from the seed; later runs continue each sequence from its
- * previous token (sequences new in a larger batch start from the seed again). */
-static void next_ids(struct outputs *o, const struct wsk_config *c, uint32_t batch)
+ * previous token (sequences new in a larger batch start from the seed again).  A prompt of seq
+ * tokens ends with that token; the ones before it are drawn from the seed and their position. */
+static void next_ids(struct outputs *o, const struct wsk_config *c, uint32_t batch, uint32_t seq)
 {
     for (uint32_t b = 0; b < batch; b++) {
         uint64_t st = c->seed ^ (0x5bd1e995ull * (b + 1));
-        o->ids[b] = b < o->prev_batch ? o->prev_tokens[b] : (int32_t)(wsk_rand(&st) % c->vocab);
+        int32_t *row = o->ids + (uint64_t)b * seq;
+        row[seq - 1] = b < o->prev_batch ? o->prev_tokens[b] : (int32_t)(wsk_rand(&st) % c->vocab);
+        for (uint32_t i = 0; i + 1 < seq; i++) {
+            uint64_t pst = c->seed ^ (0x5bd1e995ull * (b + 1)) ^ (0xc2b2ae3d27d4eb4full * (i + 1));
+            row[i] = (int32_t)(wsk_rand(&pst) % c->vocab);
+        }
     }
 }
 
@@ -62,7 +70,7 @@ static int outputs_open(struct outputs *o, const struct wsk_config *c, struct ws
     uint64_t maxb = wsk_max_batch(c);
     *o = (struct outputs){.checksum = 0xcbf29ce484222325ull};
     /* + 1: an empty batch still gets buffers (calloc(0) may return NULL) */
-    o->ids = calloc(maxb + 1, sizeof *o->ids);
+    o->ids = calloc(maxb * wsk_max_seq(c) + 1, sizeof *o->ids);
     o->tokens = calloc(maxb + 1, sizeof *o->tokens);
     o->prev_tokens = calloc(maxb + 1, sizeof *o->prev_tokens);
     o->logits = calloc(maxb * c->vocab + 1, sizeof *o->logits);
@@ -89,24 +97,41 @@ static int outputs_close(struct outputs *o, const struct wsk_config *c, struct w
 
 /* Shape keys already run: their kernels exist and have declared Level 2. */
 struct shape_seen {
-    uint32_t batch[WSK_MAX_LIST * WSK_MAX_LIST], kv[WSK_MAX_LIST * WSK_MAX_LIST], n;
+    uint32_t (*v)[3];
+    uint32_t n, cap;
 };
 
-static bool first_of_shape(struct shape_seen *s, uint32_t batch, uint32_t kv)
+/* 1: the first run of this shape, 0: not, -1: out of host memory. */
+static int first_of_shape(struct shape_seen *s, uint32_t batch, uint32_t seq, uint32_t kv)
 {
     for (uint32_t i = 0; i < s->n; i++)
-        if (s->batch[i] == batch && s->kv[i] == kv)
-            return false;
-    s->batch[s->n] = batch;
-    s->kv[s->n++] = kv;
-    return true;
+        if (s->v[i][0] == batch && s->v[i][1] == seq && s->v[i][2] == kv)
+            return 0;
+    if (s->n == s->cap) {
+        uint32_t cap = s->cap ? 2 * s->cap : 16;
+        uint32_t(*grown)[3] = realloc(s->v, cap * sizeof *grown);
+        if (!grown)
+            return -1;
+        s->v = grown;
+        s->cap = cap;
+    }
+    s->v[s->n][0] = batch;
+    s->v[s->n][1] = seq;
+    s->v[s->n++][2] = kv;
+    return 1;
 }
 
-static const char *const alloc_names[] = {"dynamic", "async", "plan", "arena"};
+static const char *const alloc_names[] = {"dynamic", "async", "plan", "arena", "pattern"};
 
+/* Decoding keys keep their form ("batch=1,kv=96"); a prompt says how many tokens it has. */
 static void shape_key(const struct wsk_config *c, uint32_t run, char *key, size_t size)
 {
-    snprintf(key, size, "batch=%" PRIu32 ",kv=%" PRIu32, c->batch[run % c->nbatch], c->kv_len[run % c->nkv_len]);
+    uint32_t b, s, l;
+    wsk_run_shape(c, run, &b, &s, &l);
+    if (s == 1)
+        snprintf(key, size, "batch=%" PRIu32 ",kv=%" PRIu32, b, l);
+    else
+        snprintf(key, size, "batch=%" PRIu32 ",seq=%" PRIu32 ",kv=%" PRIu32, b, s, l);
 }
 
 /* A plan for none of this workload's shape keys was made for another program: refuse it. */
@@ -125,8 +150,33 @@ static int check_plans_match(const struct wsk_config *c, struct wsk_plans *plans
                     c->plan_path, key);
 }
 
-/* The plan of this run.  The one backing buffer, as large as the largest plan, is allocated at
- * the first planned run (outside every run) and shared by the plans of all shape keys. */
+/* The one backing buffer, as large as the largest plan known: allocated at the first planned
+ * run (outside every run) and shared by the plans of all shape keys.  Under --alloc pattern a key
+ * planned later may need more: the buffer is then replaced, between runs. */
+static int ensure_backing(struct wsk_exec *x, struct wsk_plans *all, uint64_t need)
+{
+    if (all->backing && all->backing_bytes >= need)
+        return 0;
+    for (uint32_t i = 0; i < all->n; i++)
+        need = all->plans[i].peak > need ? all->plans[i].peak : need;
+    if (all->backing)
+        cudaFree(all->backing);
+    all->backing = NULL;
+    all->backing_bytes = need;
+    cudaError_t rc = cudaMalloc(&all->backing, all->backing_bytes);
+    x->alloc->runtime_allocs++;
+    if (rc == cudaErrorMemoryAllocation)
+        return wsk_fail(x->err, WSK_EXIT_FAIL,
+                        "wsk: out of device memory allocating the planned "
+                        "buffer (%" PRIu64 " bytes)",
+                        all->backing_bytes);
+    if (rc != cudaSuccess)
+        return wsk_fail(x->err, WSK_EXIT_FAIL, "wsk: cudaMalloc of the planned buffer failed: %s",
+                        cudaGetErrorString(rc));
+    return 0;
+}
+
+/* The plan of this run, with the backing buffer ready: NULL when the key has none (yet). */
 static int plan_for_run(struct wsk_exec *x, const char *key, const struct wsk_plan **out)
 {
     struct wsk_plans *all = x->plans;
@@ -134,58 +184,86 @@ static int plan_for_run(struct wsk_exec *x, const char *key, const struct wsk_pl
     *out = p;
     if (!p || p->peak == 0)
         return 0;
-    if (!all->backing) {
-        for (uint32_t i = 0; i < all->n; i++)
-            if (all->plans[i].peak > all->backing_bytes)
-                all->backing_bytes = all->plans[i].peak;
-        cudaError_t rc = cudaMalloc(&all->backing, all->backing_bytes);
-        x->alloc->runtime_allocs++;
-        if (rc == cudaErrorMemoryAllocation)
-            return wsk_fail(x->err, WSK_EXIT_FAIL,
-                            "wsk: out of device memory allocating the planned "
-                            "buffer (%" PRIu64 " bytes)",
-                            all->backing_bytes);
-        if (rc != cudaSuccess)
-            return wsk_fail(x->err, WSK_EXIT_FAIL, "wsk: cudaMalloc of the planned buffer failed: %s",
-                            cudaGetErrorString(rc));
-    }
+    if (ensure_backing(x, all, p->peak) != 0)
+        return -1;
     p->backing = all->backing;
+    return 0;
+}
+
+/* --alloc pattern: a key's first run records its requests; at its end the pattern is planned. */
+static int pattern_run_end(struct wsk_exec *x, const char *key)
+{
+    struct wsk_pattern_result r;
+    x->alloc->rec = NULL;
+    if (wsk_pattern_build(x->rec, key, x->plans, &r, x->err) != 0)
+        return -1;
+    x->pattern_runs++;
+    printf("pattern %s: %" PRIu32 " blocks in %" PRIu64 " bytes (load bound %" PRIu64 "%s)\n", key, r.blocks, r.peak,
+           r.load_bound, r.optimal ? ", optimal" : "");
+    return 0;
+}
+
+/* Marks the run's role in the trace: it makes its key's pattern, or runs under it. */
+static void pattern_run_begin(struct wsk_exec *x, const struct wsk_plan *plan)
+{
+    if (x->cfg->alloc != WSK_ALLOC_PATTERN)
+        return;
+    nvtxMarkA(plan ? "wsk.pattern=planned" : "wsk.pattern=generate");
+    if (!plan) {
+        wsk_pattern_begin(x->rec);
+        x->alloc->rec = x->rec;
+    }
+}
+
+static int run_one(struct wsk_exec *x, struct outputs *o, uint32_t r, const char *key)
+{
+    const struct wsk_plan *plan;
+    if (plan_for_run(x, key, &plan) != 0)
+        return -1;
+    next_ids(o, x->cfg, x->batch, x->seq);
+    wstrace_run_begin(key);
+    pattern_run_begin(x, plan);
+    ws_run_begin(x->alloc, plan);
+    int rc = wsk_run_graph(x);
+    if (rc == 0 && x->alloc->rec)
+        rc = pattern_run_end(x, key);
+    wstrace_run_end();
+    if (rc != 0)
+        return -1;
+    record_outputs(o, x->cfg, r, x->batch, key);
     return 0;
 }
 
 static int run_all(struct wsk_exec *x, struct outputs *o)
 {
     const struct wsk_config *c = x->cfg;
-    struct shape_seen seen = {.n = 0};
-    for (uint32_t r = 0; r < c->runs; r++) {
+    struct shape_seen seen = {0};
+    int rc = 0;
+    for (uint32_t r = 0; r < c->runs && rc == 0; r++) {
         char key[64];
-        x->batch = c->batch[r % c->nbatch];
-        x->kv_len = c->kv_len[r % c->nkv_len];
-        x->declare = first_of_shape(&seen, x->batch, x->kv_len);
+        wsk_run_shape(c, r, &x->batch, &x->seq, &x->kv_len);
+        x->rows = x->batch * x->seq; /* below 2^31: checked with the options */
+        int first = first_of_shape(&seen, x->batch, x->seq, x->kv_len);
+        if (first < 0) {
+            rc = wsk_fail(x->err, WSK_EXIT_FAIL, "wsk: out of host memory");
+            break;
+        }
+        x->declare = first == 1;
         shape_key(c, r, key, sizeof key);
-        const struct wsk_plan *plan;
-        if (plan_for_run(x, key, &plan) != 0)
-            return -1;
-        next_ids(o, c, x->batch);
-        wstrace_run_begin(key);
-        ws_run_begin(x->alloc, plan);
-        int rc = wsk_run_graph(x);
-        wstrace_run_end();
-        if (rc != 0)
-            return -1;
-        record_outputs(o, c, r, x->batch, key);
+        rc = run_one(x, o, r, key);
     }
-    return 0;
+    free(seen.v);
+    return rc;
 }
 
 static void describe(const struct wsk_config *c, const struct wsk_device *dev)
 {
     char text[256];
     snprintf(text, sizeof text,
-             "layers=%u hidden=%u heads=%u kv_heads=%u head_dim=%u intermediate=%u vocab=%u "
+             "%s%s%slayers=%u hidden=%u heads=%u kv_heads=%u head_dim=%u intermediate=%u vocab=%u "
              "max_kv_len=%u runs=%u seed=%" PRIu64 " sm_count=%u",
-             c->layers, c->hidden, c->heads, c->kv_heads, c->head_dim, c->intermediate, c->vocab, c->max_kv_len,
-             c->runs, c->seed, dev->sm_count);
+             c->model ? "model=" : "", c->model ? c->model : "", c->model ? " " : "", c->layers, c->hidden, c->heads,
+             c->kv_heads, c->head_dim, c->intermediate, c->vocab, c->max_kv_len, c->runs, c->seed, dev->sm_count);
     printf("wsk: device %s, %s, alloc %s%s, l1 %s\n", c->device == WSK_DEVICE_CUDA ? "cuda" : "sim", text,
            alloc_names[c->alloc], c->nvtx_mem ? " (NVTX memory annotations)" : "",
            c->l1 == WSK_L1_ENVELOPE ? "envelope" : "max-shape");
@@ -210,13 +288,21 @@ static int device_info(const struct wsk_config *c, struct wsk_device *dev, struc
     return 0;
 }
 
-static void finish(const struct outputs *o, const struct ws_allocator *a, const struct wsk_config *c, bool ok)
+static void finish(const struct outputs *o, const struct ws_allocator *a, const struct wsk_config *c,
+                   uint32_t pattern_runs, bool ok)
 {
     char text[32];
     if (!ok)
         return;
-    if (c->alloc == WSK_ALLOC_PLAN) {
-        printf("plan: %" PRIu64 " planned allocations, %" PRIu64 " fallbacks\n", a->planned, a->fallbacks);
+    if (c->alloc == WSK_ALLOC_PATTERN) {
+        printf("pattern: %" PRIu32 " generating runs, %" PRIu64 " planned allocations, %" PRIu64 " fallbacks\n",
+               pattern_runs, a->planned, a->fallbacks);
+        snprintf(text, sizeof text, "%" PRIu32, pattern_runs);
+        wstrace_metadata("pattern_runs", text);
+    }
+    if (c->alloc == WSK_ALLOC_PLAN || c->alloc == WSK_ALLOC_PATTERN) {
+        if (c->alloc == WSK_ALLOC_PLAN)
+            printf("plan: %" PRIu64 " planned allocations, %" PRIu64 " fallbacks\n", a->planned, a->fallbacks);
         snprintf(text, sizeof text, "%" PRIu64, a->planned);
         wstrace_metadata("planned_allocations", text);
         snprintf(text, sizeof text, "%" PRIu64, a->fallbacks);
@@ -247,6 +333,7 @@ static int session(struct wsk_config *c, struct wsk_error *err)
     struct outputs out = {0};
     struct wsk_plans plans = {0};
     struct wsk_tactics tactics = {0};
+    struct wsk_pattern_rec rec = {0};
     cudaStream_t stream = NULL;
     int rc = 0;
     if (c->plan_path)
@@ -282,17 +369,19 @@ static int session(struct wsk_config *c, struct wsk_error *err)
                               .ids_host = out.ids,
                               .logits_host = out.logits,
                               .tokens_host = out.tokens,
-                              .plans = c->plan_path ? &plans : NULL,
-                              .tactics = &tactics};
+                              .plans = c->plan_path || c->alloc == WSK_ALLOC_PATTERN ? &plans : NULL,
+                              .tactics = &tactics,
+                              .rec = &rec};
         rc = run_all(&x, &out);
     }
     ws_release_all(&alloc);
     wsk_plans_free(&plans);
     wsk_tactics_free(&tactics);
+    wsk_pattern_free_all(&rec);
     wsk_model_destroy(&model);
     if (stream)
         cudaStreamDestroy(stream);
-    finish(&out, &alloc, c, rc == 0);
+    finish(&out, &alloc, c, x.pattern_runs, rc == 0);
     rc |= outputs_close(&out, c, err);
     return rc;
 }

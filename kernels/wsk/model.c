@@ -148,7 +148,8 @@ int wsk_model_create(struct wsk_model *m, const struct wsk_config *c, struct ws_
         return wsk_fail(a->err, WSK_EXIT_FAIL, "wsk: out of host memory");
     if (make_floats(&b, WSK_NODE_EMBED_NAME, "embedding table", (uint64_t)c->vocab * c->hidden, 0.0f, 1.0f,
                     &m->embed) != 0 ||
-        upload(&b, WSK_NODE_EMBED_NAME, "input ids", NULL, maxb * sizeof(int32_t), (void **)&m->ids) != 0)
+        upload(&b, WSK_NODE_EMBED_NAME, "input ids", NULL, maxb * wsk_max_seq(c) * sizeof(int32_t), (void **)&m->ids) !=
+            0)
         return -1;
     for (uint32_t l = 0; l < c->layers; l++)
         if (make_layer(&b, c, l, &m->layers[l]) != 0)

@@ -25,8 +25,12 @@ int wsk_fail(struct wsk_error *err, int exit_code, const char *fmt, ...)
 void wsk_usage(FILE *out)
 {
     fputs("usage: wsk [options]\n"
-          "Runs a decoder-style model (quantized matmuls, flash-decoding attention) on the\n"
-          "simulated device or a GPU, declaring Level-1 and Level-2 workspace through wstrace.h.\n"
+          "Runs a decoder-style model (quantized matmuls, flash attention) on the simulated\n"
+          "device or a GPU, decoding or prefilling, declaring Level-1 and Level-2 workspace\n"
+          "through wstrace.h.\n"
+          "  --model NAME        shapes of a real model family: hidden size, heads, KV heads,\n"
+          "                      head size, MLP size and vocabulary (the options below that are\n"
+          "                      given override it; layers stay --layers)\n"
           "  --layers N          decoder layers (2)\n"
           "  --hidden N          hidden size (256)\n"
           "  --heads N           attention (query) heads (4)\n"
@@ -37,8 +41,13 @@ void wsk_usage(FILE *out)
           "  --vocab N           vocabulary size (1024)\n"
           "  --batch N[,N...]    sequences per run, cycled over the runs; 0 runs the graph\n"
           "                      on empty tensors (1)\n"
-          "  --kv-len N[,N...]   KV positions attended per run, cycled over the runs (96)\n"
-          "  --max-kv-len N      KV cache capacity, the maximum shape for Level 1 (128)\n"
+          "  --seq-len N[,N...]  query tokens per sequence and run, cycled over the runs: 1\n"
+          "                      decodes one token, more prefill a prompt (1)\n"
+          "  --kv-len N[,N...]   KV positions attended per run (the new tokens are the last\n"
+          "                      --seq-len of them), cycled over the runs (96; with a\n"
+          "                      --seq-len above 1: the --seq-len values, a first prompt)\n"
+          "  --max-kv-len N      KV cache capacity, the maximum shape for Level 1 (128, or the\n"
+          "                      largest --kv-len when larger)\n"
           "  --runs N            executions of the graph (3)\n"
           "  --seed N            seed of weights, cache and first tokens (1)\n"
           "  --sm-count N        SM count for the heuristics (default: the device's)\n"
@@ -47,7 +56,10 @@ void wsk_usage(FILE *out)
           "                      (cudaMallocAsync/cudaFreeAsync on the stream), plan (runs of\n"
           "                      a shape key planned in --plan take blocks of one buffer) or\n"
           "                      arena (a caching BFC arena like ONNX Runtime's default CUDA\n"
-          "                      allocator: regions kept until the end)\n"
+          "                      allocator: regions kept until the end) or pattern (ONNX\n"
+          "                      Runtime's memory pattern: the first run of each shape key\n"
+          "                      allocates on the fly and is planned in process, later runs\n"
+          "                      of the key take blocks of one buffer)\n"
           "  --plan TRACE        trace holding plans written by `wstrace plan` (--alloc plan)\n"
           "  --arena-initial-chunk BYTES\n"
           "                      first region of --alloc arena, a multiple of 256 (1048576)\n"
@@ -118,6 +130,8 @@ static void set_defaults(struct wsk_config *c)
     c->vocab = 1024;
     c->batch[0] = 1;
     c->nbatch = 1;
+    c->seq_len[0] = 1;
+    c->nseq_len = 1;
     c->kv_len[0] = 96;
     c->nkv_len = 1;
     c->max_kv_len = 128;
@@ -140,7 +154,9 @@ enum {
     OPT_PLAN,
     OPT_ARENA_CHUNK,
     OPT_NVTX_MEM,
-    OPT_KV_HEADS
+    OPT_KV_HEADS,
+    OPT_SEQ_LEN,
+    OPT_MODEL
 };
 
 static const struct option long_options[] = {
@@ -152,6 +168,7 @@ static const struct option long_options[] = {
     {"intermediate", required_argument, 0, 'i'},
     {"vocab", required_argument, 0, 'v'},
     {"batch", required_argument, 0, 'b'},
+    {"seq-len", required_argument, 0, OPT_SEQ_LEN},
     {"kv-len", required_argument, 0, 'k'},
     {"max-kv-len", required_argument, 0, OPT_MAX_KV},
     {"runs", required_argument, 0, 'r'},
@@ -164,6 +181,7 @@ static const struct option long_options[] = {
     {"plan", required_argument, 0, OPT_PLAN},
     {"arena-initial-chunk", required_argument, 0, OPT_ARENA_CHUNK},
     {"nvtx-mem", no_argument, 0, OPT_NVTX_MEM},
+    {"model", required_argument, 0, OPT_MODEL},
     {"help", no_argument, 0, 'h'},
     {0, 0, 0, 0},
 };
@@ -177,24 +195,41 @@ static int parse_choice(const char *opt, const char *text, const char *const *na
     return wsk_fail(err, WSK_EXIT_USAGE, "wsk: %s: unknown value '%s'", opt, text);
 }
 
+/* The shape options a --model preset fills in unless they are given. */
+static int apply_shape_option(int c, const char *arg, struct wsk_config *cfg, struct wsk_error *err)
+{
+    switch (c) {
+    case 'H': cfg->given |= WSK_GIVEN_HIDDEN; return parse_u32("--hidden", arg, &cfg->hidden, err);
+    case 'n': cfg->given |= WSK_GIVEN_HEADS; return parse_u32("--heads", arg, &cfg->heads, err);
+    case OPT_KV_HEADS: cfg->kv_heads_set = true; return parse_u32("--kv-heads", arg, &cfg->kv_heads, err);
+    case OPT_HEAD_DIM: cfg->given |= WSK_GIVEN_HEAD_DIM; return parse_u32("--head-dim", arg, &cfg->head_dim, err);
+    case 'i': cfg->given |= WSK_GIVEN_INTERMEDIATE; return parse_u32("--intermediate", arg, &cfg->intermediate, err);
+    case 'v': cfg->given |= WSK_GIVEN_VOCAB; return parse_u32("--vocab", arg, &cfg->vocab, err);
+    case OPT_MODEL:
+        if (!wsk_preset_find(arg))
+            return wsk_fail(err, WSK_EXIT_USAGE, "wsk: --model: unknown model '%s' (known: %s)", arg,
+                            wsk_preset_names());
+        cfg->model = arg;
+        return 0;
+    default: return 1; /* not a shape option */
+    }
+}
+
 static int apply_option(int c, const char *arg, struct wsk_config *cfg, struct wsk_error *err)
 {
     static const char *const l1_names[] = {"max-shape", "envelope"};
-    static const char *const alloc_names[] = {"dynamic", "async", "plan", "arena"};
+    static const char *const alloc_names[] = {"dynamic", "async", "plan", "arena", "pattern"};
     static const char *const device_names[] = {"auto", "sim", "cuda"};
-    int choice = 0, rc;
+    int choice = 0, rc = apply_shape_option(c, arg, cfg, err);
     uint64_t seed;
+    if (rc <= 0)
+        return rc;
     switch (c) {
     case 'l': return parse_u32("--layers", arg, &cfg->layers, err);
-    case 'H': return parse_u32("--hidden", arg, &cfg->hidden, err);
-    case 'n': return parse_u32("--heads", arg, &cfg->heads, err);
-    case OPT_KV_HEADS: cfg->kv_heads_set = true; return parse_u32("--kv-heads", arg, &cfg->kv_heads, err);
-    case OPT_HEAD_DIM: return parse_u32("--head-dim", arg, &cfg->head_dim, err);
-    case 'i': return parse_u32("--intermediate", arg, &cfg->intermediate, err);
-    case 'v': return parse_u32("--vocab", arg, &cfg->vocab, err);
     case 'b': return parse_list("--batch", arg, cfg->batch, &cfg->nbatch, err);
-    case 'k': return parse_list("--kv-len", arg, cfg->kv_len, &cfg->nkv_len, err);
-    case OPT_MAX_KV: return parse_u32("--max-kv-len", arg, &cfg->max_kv_len, err);
+    case OPT_SEQ_LEN: return parse_list("--seq-len", arg, cfg->seq_len, &cfg->nseq_len, err);
+    case 'k': cfg->given |= WSK_GIVEN_KV_LEN; return parse_list("--kv-len", arg, cfg->kv_len, &cfg->nkv_len, err);
+    case OPT_MAX_KV: cfg->given |= WSK_GIVEN_MAX_KV; return parse_u32("--max-kv-len", arg, &cfg->max_kv_len, err);
     case 'r': return parse_u32("--runs", arg, &cfg->runs, err);
     case OPT_SM_COUNT: return parse_u32("--sm-count", arg, &cfg->sm_count, err);
     case 's':
@@ -207,7 +242,7 @@ static int apply_option(int c, const char *arg, struct wsk_config *cfg, struct w
         cfg->l1 = (enum wsk_l1_policy)choice;
         return rc;
     case OPT_ALLOC:
-        rc = parse_choice("--alloc", arg, alloc_names, 4, &choice, err);
+        rc = parse_choice("--alloc", arg, alloc_names, 5, &choice, err);
         cfg->alloc = (enum wsk_alloc_mode)choice;
         return rc;
     case OPT_DEVICE:
@@ -231,17 +266,65 @@ static int apply_option(int c, const char *arg, struct wsk_config *cfg, struct w
     }
 }
 
-uint32_t wsk_max_batch(const struct wsk_config *cfg)
-{
-    uint32_t m = 0;
-    for (uint32_t i = 0; i < cfg->nbatch; i++)
-        m = cfg->batch[i] > m ? cfg->batch[i] : m;
-    return m;
-}
-
 static int check_positive(const char *opt, uint64_t v, struct wsk_error *err)
 {
     return v ? 0 : wsk_fail(err, WSK_EXIT_USAGE, "wsk: %s must be at least 1", opt);
+}
+
+static uint32_t list_max(const uint32_t *v, uint32_t n)
+{
+    uint32_t m = 0;
+    for (uint32_t i = 0; i < n; i++)
+        m = v[i] > m ? v[i] : m;
+    return m;
+}
+
+uint32_t wsk_max_batch(const struct wsk_config *cfg) { return list_max(cfg->batch, cfg->nbatch); }
+
+uint32_t wsk_max_seq(const struct wsk_config *cfg) { return list_max(cfg->seq_len, cfg->nseq_len); }
+
+void wsk_run_shape(const struct wsk_config *cfg, uint32_t run, uint32_t *batch, uint32_t *seq, uint32_t *kv_len)
+{
+    *batch = cfg->batch[run % cfg->nbatch];
+    *seq = cfg->seq_len[run % cfg->nseq_len];
+    *kv_len = cfg->kv_len[run % cfg->nkv_len];
+}
+
+/* What is not given follows from what is: a prompt without --kv-len is a first prompt (as many
+ * KV positions as tokens), and the cache holds at least the longest KV length. */
+static void derive_defaults(struct wsk_config *c)
+{
+    const struct wsk_preset *p = c->model ? wsk_preset_find(c->model) : NULL;
+    if (p)
+        wsk_preset_apply(p, c);
+    if (!c->kv_heads_set)
+        c->kv_heads = c->heads;
+    if (!(c->given & WSK_GIVEN_KV_LEN) && wsk_max_seq(c) > 1) {
+        memcpy(c->kv_len, c->seq_len, sizeof c->kv_len);
+        c->nkv_len = c->nseq_len;
+    }
+    uint32_t longest = list_max(c->kv_len, c->nkv_len);
+    if (!(c->given & WSK_GIVEN_MAX_KV) && longest > c->max_kv_len)
+        c->max_kv_len = longest;
+}
+
+/* Each run's new tokens fit in its KV length; the pairs repeat after nseq_len * nkv_len runs. */
+static int check_run_shapes(const struct wsk_config *c, struct wsk_error *err)
+{
+    for (uint32_t i = 0; i < c->nseq_len; i++)
+        if (check_positive("--seq-len", c->seq_len[i], err))
+            return -1;
+    uint32_t period = c->nseq_len * c->nkv_len;
+    for (uint32_t r = 0; r < c->runs && r < period; r++) {
+        uint32_t b, s, l;
+        wsk_run_shape(c, r, &b, &s, &l);
+        if (s > l)
+            return wsk_fail(err, WSK_EXIT_USAGE,
+                            "wsk: run %" PRIu32 ": --seq-len %" PRIu32 " is larger than its --kv-len %" PRIu32
+                            " (the new tokens are the last positions attended)",
+                            r, s, l);
+    }
+    return 0;
 }
 
 /* Sizes the kernels cannot take, or whose byte counts would not fit: rejected up front. */
@@ -276,6 +359,8 @@ static int check_sizes(const struct wsk_config *c, struct wsk_error *err)
         return wsk_fail(err, WSK_EXIT_USAGE, "wsk: --arena-initial-chunk needs --alloc arena");
     if (c->nvtx_mem && c->alloc != WSK_ALLOC_ARENA)
         return wsk_fail(err, WSK_EXIT_USAGE, "wsk: --nvtx-mem needs --alloc arena");
+    if (check_run_shapes(c, err) != 0)
+        return -1;
     if (c->kv_heads == 0 || c->heads % c->kv_heads != 0)
         return wsk_fail(err, WSK_EXIT_USAGE,
                         "wsk: --kv-heads %" PRIu32 " must be at least 1 and divide --heads %" PRIu32, c->kv_heads,
@@ -287,19 +372,20 @@ static int check_sizes(const struct wsk_config *c, struct wsk_error *err)
     if (c->vocab > INT32_MAX)
         return wsk_fail(err, WSK_EXIT_USAGE, "wsk: --vocab must be at most %d", INT32_MAX);
     /* The largest buffers: the KV cache, the embedding table and any activation row block. */
-    uint64_t attn, cache, table, rows, t;
+    uint64_t attn, cache, table, rows, t, tokens = (uint64_t)wsk_max_batch(c) * wsk_max_seq(c);
     uint64_t widest = c->hidden > c->intermediate ? c->hidden : c->intermediate;
     widest = widest > c->vocab ? widest : c->vocab;
     if (__builtin_mul_overflow((uint64_t)c->heads, c->head_dim, &attn) || attn > UINT32_MAX ||
         __builtin_mul_overflow(attn, c->max_kv_len, &t) ||
         __builtin_mul_overflow(t, (uint64_t)wsk_max_batch(c) * 2 * sizeof(float), &cache) ||
         __builtin_mul_overflow((uint64_t)c->vocab, (uint64_t)c->hidden * sizeof(float), &table) ||
-        __builtin_mul_overflow(widest > attn ? widest : attn,
-                               (uint64_t)wsk_max_batch(c) * sizeof(float) * WSK_SPLITK_MAX, &rows) ||
+        __builtin_mul_overflow(widest > attn ? widest : attn, tokens * sizeof(float) * WSK_SPLITK_MAX, &rows) ||
         cache > SIZE_MAX / 2 || table > SIZE_MAX / 2 || rows > SIZE_MAX / 2)
         return wsk_fail(err, WSK_EXIT_USAGE, "wsk: sizes too large: buffers would overflow");
     if ((uint64_t)wsk_max_batch(c) * c->heads > INT32_MAX) /* attention's grid */
         return wsk_fail(err, WSK_EXIT_USAGE, "wsk: --batch times --heads must be below 2^31");
+    if (tokens * c->heads > INT32_MAX) /* the prefill kernels' grid */
+        return wsk_fail(err, WSK_EXIT_USAGE, "wsk: --batch times --seq-len times --heads must be below 2^31");
     return 0;
 }
 
@@ -324,7 +410,6 @@ int wsk_parse_options(int argc, char **argv, struct wsk_config *cfg, bool *help,
     }
     if (optind < argc)
         return wsk_fail(err, WSK_EXIT_USAGE, "wsk: unexpected argument '%s'", argv[optind]);
-    if (!cfg->kv_heads_set)
-        cfg->kv_heads = cfg->heads;
+    derive_defaults(cfg);
     return check_sizes(cfg, err);
 }

@@ -14,17 +14,29 @@
 
 #include "wskernels.h"
 
-#define WSK_MAX_LIST  16  /* values of --batch / --kv-len */
+#define WSK_MAX_LIST  16  /* values of --batch / --seq-len / --kv-len */
 #define WSK_NODE_NAME 128 /* longest node name */
 
-enum wsk_alloc_mode { WSK_ALLOC_DYNAMIC, WSK_ALLOC_ASYNC, WSK_ALLOC_PLAN, WSK_ALLOC_ARENA };
+enum wsk_alloc_mode { WSK_ALLOC_DYNAMIC, WSK_ALLOC_ASYNC, WSK_ALLOC_PLAN, WSK_ALLOC_ARENA, WSK_ALLOC_PATTERN };
+
+/* Options that a --model preset sets unless given explicitly (bits of wsk_config.given). */
+enum wsk_given {
+    WSK_GIVEN_HIDDEN = 1u << 0,
+    WSK_GIVEN_HEADS = 1u << 1,
+    WSK_GIVEN_HEAD_DIM = 1u << 2,
+    WSK_GIVEN_INTERMEDIATE = 1u << 3,
+    WSK_GIVEN_VOCAB = 1u << 4,
+    WSK_GIVEN_KV_LEN = 1u << 5,
+    WSK_GIVEN_MAX_KV = 1u << 6,
+};
 enum wsk_device_kind { WSK_DEVICE_AUTO, WSK_DEVICE_SIM, WSK_DEVICE_CUDA };
 
 struct wsk_config {
     uint32_t layers, hidden, heads, kv_heads, head_dim, intermediate, vocab;
-    uint32_t batch[WSK_MAX_LIST], nbatch;   /* cycled over the runs */
-    uint32_t kv_len[WSK_MAX_LIST], nkv_len; /* cycled over the runs */
-    uint32_t max_kv_len, runs, sm_count;    /* sm_count 0: from the device */
+    uint32_t batch[WSK_MAX_LIST], nbatch;     /* cycled over the runs */
+    uint32_t seq_len[WSK_MAX_LIST], nseq_len; /* query tokens per sequence, cycled over the runs */
+    uint32_t kv_len[WSK_MAX_LIST], nkv_len;   /* cycled over the runs */
+    uint32_t max_kv_len, runs, sm_count;      /* sm_count 0: from the device */
     uint64_t seed;
     enum wsk_l1_policy l1;
     enum wsk_alloc_mode alloc;
@@ -35,6 +47,8 @@ struct wsk_config {
     bool arena_initial_chunk_set;
     bool nvtx_mem;     /* --nvtx-mem: the arena annotates its regions and chunks (NVTX memory extension) */
     bool kv_heads_set; /* --kv-heads given; otherwise kv_heads = heads */
+    const char *model; /* --model: the preset applied, NULL: none */
+    uint32_t given;    /* enum wsk_given: options given on the command line */
 };
 
 /* Exit statuses, as everywhere in wstrace: 1 failure while running, 2 bad input or usage. */
@@ -51,6 +65,20 @@ int wsk_fail(struct wsk_error *err, int exit_code, const char *fmt, ...) __attri
 int wsk_parse_options(int argc, char **argv, struct wsk_config *cfg, bool *help, struct wsk_error *err);
 void wsk_usage(FILE *out);
 uint32_t wsk_max_batch(const struct wsk_config *cfg);
+uint32_t wsk_max_seq(const struct wsk_config *cfg);
+/* The shape of run r: its batch, query tokens and KV length. */
+void wsk_run_shape(const struct wsk_config *cfg, uint32_t run, uint32_t *batch, uint32_t *seq, uint32_t *kv_len);
+
+/* Model presets (presets.c): real model families' shapes. */
+struct wsk_preset {
+    const char *name, *source;
+    uint32_t hidden, heads, kv_heads, head_dim, intermediate, vocab, layers; /* layers: of the real model */
+};
+const struct wsk_preset *wsk_preset_find(const char *name);
+/* The names, comma-separated, for messages and --help. */
+const char *wsk_preset_names(void);
+/* Sets the preset's shapes on every option cfg->given does not name. */
+void wsk_preset_apply(const struct wsk_preset *p, struct wsk_config *cfg);
 
 /* Device selection (device.c): may re-execute the program on the simulated runtime. */
 int wsk_select_device(struct wsk_config *cfg, char **argv, struct wsk_error *err);
@@ -164,10 +192,58 @@ void wsk_arena_destroy(struct wsk_arena *ar, wsk_region_release_fn release, void
  * region of the requested size, as a pooling allocator that annotates itself does. */
 void wsk_arena_annotate(struct wsk_arena *ar, const char *domain);
 
+/*
+ * --alloc pattern (pattern.c): ONNX Runtime's memory-pattern flow in process.  The first run of a
+ * shape key allocates on the fly while the allocator records each request (ordinal, node, class,
+ * slot, bytes, the kernel's Level-2 declaration) and its lifetime in events; at the end of the
+ * run the planner library lays the blocks out (as `wstrace plan` does from a trace) and the plan
+ * is cached for the key; later runs of the key take its blocks as --alloc plan does.
+ */
+#define WSK_PATTERN_ALIGN 256u      /* block alignment, `wstrace plan`'s default for traces */
+#define WSK_PATTERN_WORK  200000ull /* search steps after the greedy layouts: repeatable */
+
+struct wsk_pattern_event {
+    uint64_t ordinal;
+    enum ws_class cls;
+    uint32_t slot;
+    uint64_t bytes, block; /* requested; planned block: max(bytes, declared), aligned */
+    int64_t start, end;    /* event indices, half-open; end -1: not freed in the run */
+    char node[WSK_NODE_NAME];
+};
+
+struct wsk_pattern_rec {
+    struct wsk_pattern_event *ev;
+    uint32_t n, cap;
+    int64_t events;                /* allocation and free events of the run so far */
+    char decl_node[WSK_NODE_NAME]; /* the last node that declared Level 2, and its slots */
+    uint64_t decl_bytes[WSK_MAX_WS_SLOTS];
+    bool decl_set[WSK_MAX_WS_SLOTS];
+    bool out_of_memory;
+};
+
+/* What building a pattern found, for the run's report line. */
+struct wsk_pattern_result {
+    uint32_t blocks;
+    uint64_t peak, load_bound;
+    bool optimal;
+};
+
+void wsk_pattern_begin(struct wsk_pattern_rec *r);
+/* Returns the event's index, or -1 when host memory ran out (the run goes on; no pattern then). */
+int32_t wsk_pattern_alloc(struct wsk_pattern_rec *r, uint64_t ordinal, const char *node, enum ws_class cls,
+                          uint32_t slot, uint64_t bytes);
+void wsk_pattern_free(struct wsk_pattern_rec *r, int32_t index);
+void wsk_pattern_declared(struct wsk_pattern_rec *r, const char *node, uint32_t slot, uint64_t bytes);
+/* Plans the recorded run and appends it to plans as the plan of shape_key. */
+int wsk_pattern_build(struct wsk_pattern_rec *r, const char *shape_key, struct wsk_plans *plans,
+                      struct wsk_pattern_result *out, struct wsk_error *err);
+void wsk_pattern_free_all(struct wsk_pattern_rec *r);
+
 struct ws_live {
     void *ptr;
     uint64_t bytes;
-    bool planned; /* inside a plan's backing buffer: nothing to free */
+    bool planned;  /* inside a plan's backing buffer: nothing to free */
+    int32_t event; /* its wsk_pattern_event while recording, -1: none */
 };
 
 struct ws_allocator {
@@ -180,7 +256,8 @@ struct ws_allocator {
     uint64_t fallbacks;          /* planned runs' allocations without a fitting block */
     struct ws_live *live;        /* run allocations not yet freed */
     uint32_t nlive, cap;
-    struct wsk_arena arena; /* --alloc arena */
+    struct wsk_arena arena;      /* --alloc arena */
+    struct wsk_pattern_rec *rec; /* --alloc pattern: recording this run, NULL: not */
     struct wsk_error *err;
 };
 
@@ -190,6 +267,8 @@ void ws_init(struct ws_allocator *a, enum wsk_alloc_mode mode, uint64_t arena_in
 /* plan: the static plan of this run's shape key, or NULL. */
 void ws_run_begin(struct ws_allocator *a, const struct wsk_plan *plan);
 int ws_alloc(struct ws_allocator *a, const char *node, enum ws_class cls, uint32_t slot, uint64_t bytes, void **out);
+/* A kernel of node declared Level-2 bytes for slot (what a pattern sizes the slot's block by). */
+void ws_declared(struct ws_allocator *a, const char *node, uint32_t slot, uint64_t bytes);
 int ws_free(struct ws_allocator *a, void *ptr);
 /* After the last run: frees whatever a failed run left allocated, the live table itself, and
  * the arena's regions (their stats stay in a->arena.stats). */
@@ -240,7 +319,7 @@ struct wsk_model {
     float *embed, *norm;
     struct wsk_qmatrix lm_head;
     struct wsk_layer *layers;
-    int32_t *ids, *tokens; /* graph input and output, max_batch each */
+    int32_t *ids, *tokens; /* graph input (max_batch * max_seq) and output (max_batch) */
     void **persistent;     /* every persistent buffer, freed at the end */
     uint32_t npersistent, cap_persistent;
     uint64_t persistent_bytes;
@@ -276,14 +355,17 @@ struct wsk_exec {
     const struct wsk_kernel_table *kernels;
     struct wsk_device dev;
     struct ws_allocator *alloc;
-    struct wsk_plans *plans;     /* --alloc plan */
+    struct wsk_plans *plans;     /* --alloc plan: from the trace; --alloc pattern: made in process */
     struct wsk_tactics *tactics; /* lives as long as the session */
+    struct wsk_pattern_rec *rec; /* --alloc pattern: the recorder of generating runs */
+    uint32_t pattern_runs;       /* --alloc pattern: runs that generated their key's pattern */
     cudaStream_t stream;
     struct wsk_error *err;
     /* current run */
-    uint32_t batch, kv_len;
+    uint32_t batch, seq, kv_len;
+    uint32_t rows;           /* batch * seq: the tokens of the run, rows of every layer activation */
     bool declare;            /* first run of its shape key: kernels are created and declare Level 2 */
-    const int32_t *ids_host; /* batch input tokens, uploaded by the embedding node */
+    const int32_t *ids_host; /* rows input tokens, uploaded by the embedding node */
     float *logits_host;      /* batch*vocab, filled by the argmax node */
     int32_t *tokens_host;
 };

@@ -39,17 +39,19 @@ Test(estimate, matmul_splitk_hand_computed)
     cr_assert_eq(wsk_matmul_level2(&a, &k, 4, &ws), WSK_OK);
     cr_expect_eq(ws.nslots, 1);
     cr_expect_eq(ws.bytes[0], 8 * 4 * 512 * 4);
-    /* M=40: 160 tiles already fill 132 SMs; one split means the direct kernel, no workspace. */
+    /* M=40: 160 tiles already fill 132 SMs; one split means the GEMM (test_estimate_prefill.c). */
     cr_assert_eq(wsk_matmul_create(&a, 40, &h100, &k), WSK_OK);
-    cr_expect_eq(k.tactic, WSK_MATMUL_GEMV);
+    cr_expect_eq(k.tactic, WSK_MATMUL_GEMM);
 }
 
 Test(estimate, matmul_level1_policies)
 {
     struct wsk_matmul_attrs a = {256, 512, false};
     struct wsk_ws ws;
+    /* Max shape M=40 runs the GEMM: ceil(40/16) * ceil(512/64) * 7 * 4 = 672 B. */
     cr_assert_eq(wsk_matmul_level1(&a, 40, &h100, WSK_L1_MAX_SHAPE, &ws), WSK_OK);
-    cr_expect_eq(ws.nslots, 0, "max shape M=40 runs the direct kernel");
+    cr_expect_eq(ws.nslots, 1);
+    cr_expect_eq(ws.bytes[0], 672);
     /* The envelope peaks at M=32: 128 tiles, 2 splits, 2*32*512 floats. */
     cr_assert_eq(wsk_matmul_level1(&a, 40, &h100, WSK_L1_ENVELOPE, &ws), WSK_OK);
     cr_expect_eq(ws.nslots, 1);
