@@ -8,7 +8,11 @@
 #     reservation, with verify --strict's exit status 1 against 0;
 #   - the matmuls' declarations are tactic-aware (a tactic-cache miss, then cached GEMVs);
 #   - the planned peak equals the load bound and is below the arena's peak;
-#   - no planned run falls back and every output is bitwise identical.
+#   - no planned run falls back and every output is bitwise identical;
+#   - with prompts (prefill) beside decoding steps: the in-process pattern (--alloc pattern) plans
+#     each shape key as `wstrace plan` does, never falls back, and once planned holds the plan run's
+#     device peak, below the arena's; and Level 1 at the maximum shape misses a prompt continuing a
+#     cache (verify --strict exits 1) where the envelope is clean (0).
 # Usage: scripts/check-loop.sh BUILD_DIR [OUT_DIR]   (report: OUT_DIR/report.md, default out/ci)
 set -euo pipefail
 build=$(cd "${1:?usage: check-loop.sh BUILD_DIR [OUT_DIR]}" && pwd)
@@ -111,6 +115,54 @@ check "max-shape: the 2 attention nodes are over the reservation ($over), nothin
 status=0
 "$wstrace" verify --strict "$out/envelope.db" >"$out/envelope-verify.txt" || status=$?
 check "envelope: verify --strict exits 0, clean ($status)" test "$status" = 0
+
+# Prompts: a first prompt of 32 tokens at batch 2 beside decoding steps, each key twice.
+prompt=(--device sim --layers 2 --hidden 256 --heads 4 --kv-heads 2 --head-dim 64 --intermediate 512 --vocab 1024
+        --batch 1,2 --seq-len 1,32 --kv-len 96,32 --runs 4 --l1 envelope)
+for mode in dynamic arena pattern; do
+    record -o "$out/prompt-$mode.db" -- "$wsk" "${prompt[@]}" --alloc $mode \
+        --dump "$out/prompt-$mode-outputs.txt" >"$out/prompt-$mode-run.txt"
+done
+"$wstrace" plan "$out/prompt-dynamic.db" >"$out/prompt-plan.txt"
+record -o "$out/prompt-plan.db" -- "$wsk" "${prompt[@]}" --alloc plan --plan "$out/prompt-dynamic.db" \
+    --dump "$out/prompt-plan-outputs.txt" >"$out/prompt-plan-run.txt"
+check "prompts: verify --strict is clean on the --l1 envelope trace" "$wstrace" verify --strict "$out/prompt-dynamic.db"
+for mode in arena plan pattern; do
+    check "prompts: $mode outputs identical to dynamic" cmp -s "$out/prompt-dynamic-outputs.txt" \
+        "$out/prompt-$mode-outputs.txt"
+done
+expected=$(q "$out/prompt-dynamic.db" "SELECT group_concat(line, ' ') FROM (SELECT 'pattern ' || s.value || ': ' ||
+           p.blocks || ' blocks in ' || p.planned_peak_bytes || ' bytes' AS line FROM plans p
+           JOIN strings s ON s.id = p.shape_key_id ORDER BY p.run_id)")
+made=$(grep -E '^pattern batch' "$out/prompt-pattern-run.txt" | sed 's/ (load bound.*//' | paste -sd' ' -)
+check "prompts: each key's in-process pattern is its trace plan ($made)" test "$made" = "$expected"
+check "prompts: no pattern run fell back" test "$(q "$out/prompt-pattern.db" "SELECT value FROM meta WHERE key = 'plan_fallbacks'")" = 0
+after=$(q "$out/prompt-pattern.db" "SELECT MAX(live_bytes) FROM live_bytes WHERE ns >= (SELECT MAX(r.end_ns) FROM runs r
+        JOIN marks m ON m.ns BETWEEN r.start_ns AND r.end_ns JOIN strings s ON s.id = m.name_id
+        WHERE s.value = 'wsk.pattern=generate')")
+planned_prompt=$(q "$out/prompt-plan.db" "SELECT MAX(live_bytes) FROM live_bytes")
+arena_prompt=$(q "$out/prompt-arena.db" "SELECT MAX(live_bytes) FROM live_bytes")
+check "prompts: pattern's device peak once planned ($after) is the plan run's ($planned_prompt)" \
+    test "$after" = "$planned_prompt"
+check "prompts: the plan run's device peak is below the arena's ($arena_prompt)" test "$planned_prompt" -lt "$arena_prompt"
+
+# A first prompt of 1,100 tokens and one of 1,000 continuing a cache of 100 (8 query heads over 1
+# KV head, 108 SMs): at the maximum shape (the first prompt) attention takes one split, the
+# continuation 5 and a far larger root.
+cont=(--device sim --layers 1 --heads 8 --kv-heads 1 --head-dim 64 --sm-count 108 --seq-len 1100,1000 --kv-len 1100
+      --runs 2)
+for policy in max-shape envelope; do
+    record -o "$out/prompt-$policy.db" -- "$wsk" "${cont[@]}" --l1 $policy >/dev/null
+done
+status=0
+"$wstrace" verify --strict "$out/prompt-max-shape.db" >"$out/prompt-max-shape-verify.txt" || status=$?
+over=$(q "$out/prompt-max-shape.db" "SELECT COUNT(*) FROM verifications v JOIN strings k ON k.id = v.shape_key_id
+       WHERE v.verdict = 'over-reservation' AND k.value = 'batch=1,seq=1000,kv=1100'")
+check "prompts, max-shape: verify --strict exits 1 on the continuation's attention ($status, $over)" \
+    test "$status" = 1 -a "$over" = 1
+status=0
+"$wstrace" verify --strict "$out/prompt-envelope.db" >"$out/prompt-envelope-verify.txt" || status=$?
+check "prompts, envelope: verify --strict exits 0, clean ($status)" test "$status" = 0
 
 echo "report: $out/report.md"
 if [ "$failures" -ne 0 ]; then

@@ -2,13 +2,13 @@
 # The main job, end to end: build, trace the bundled workload allocating on the fly, analyse it,
 # plan it, run it again under the plan, and compare the two traces.
 #
-# Leaves in out/demo/: dynamic.db, arena.db and planned.db (the traces), report.md (dynamic
-# against planned), arena-report.md (a caching arena against planned), plan.svg (a picture of the
-# layouts: blocks over time and offset, one panel per shape key), dynamic.html (the page of
-# `wstrace view` of the dynamic trace), drop-max-shape.db and drop-envelope.db (the
-# flash-decoding drop), and the outputs of each step (*.txt).  Uses the GPU when one is present,
-# else the simulated
-# device.  Options: WSK_ARGS overrides the workload configuration.
+# Leaves in out/demo/: dynamic.db, arena.db, planned.db and pattern.db (the traces; pattern.db is
+# ONNX Runtime's in-process flow, --alloc pattern), report.md (dynamic against planned),
+# arena-report.md (a caching arena against planned), plan.svg (a picture of the layouts: blocks
+# over time and offset, one panel per shape key), dynamic.html (the page of `wstrace view` of the
+# dynamic trace), drop-max-shape.db and drop-envelope.db (the flash-decoding drop), and the outputs
+# of each step (*.txt).  Uses the GPU when one is present, else the simulated device.
+# Options: WSK_ARGS overrides the workload configuration.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -32,12 +32,13 @@ echo "built $build/bin/wstrace, $build/bin/wsk, $build/lib/libwstrace.so"
 
 wstrace=$root/$build/bin/wstrace
 wsk=$root/$build/bin/wsk
-# A decoder of 8 layers; batch 1 and 8 and KV lengths 96, 128 and 112 cycle over 12 runs, so six
-# shape keys run twice each; Level 1 from the envelope policy.
-read -r -a workload <<<"${WSK_ARGS:---layers 8 --hidden 512 --heads 8 --head-dim 64 --intermediate 1408 --vocab 4096 --batch 1,8 --kv-len 96,128,112 --max-kv-len 128 --runs 12 --l1 envelope}"
+# A decoder of 8 layers; batch 1 and 8, one new token or a first prompt of 64, and KV lengths 96,
+# 128 and 64 cycle over 12 runs, so six shape keys run twice each: four decoding steps and two
+# prompts (batch=1,seq=64,kv=64 and batch=8,seq=64,kv=64); Level 1 from the envelope policy.
+read -r -a workload <<<"${WSK_ARGS:---layers 8 --hidden 512 --heads 8 --head-dim 64 --intermediate 1408 --vocab 4096 --batch 1,8 --seq-len 1,1,64 --kv-len 96,128,64 --max-kv-len 128 --runs 12 --l1 envelope}"
 
 say "trace the workload, allocating on the fly (dynamic.db)"
-rm -f "$out/dynamic.db" "$out/planned.db"
+rm -f "$out/dynamic.db" "$out/planned.db" "$out/pattern.db"
 "$wstrace" record -o "$out/dynamic.db" -- "$wsk" "${workload[@]}" --alloc dynamic --dump "$out/dynamic-outputs.txt" |
     tee "$out/dynamic-run.txt"
 
@@ -89,17 +90,22 @@ done
 say "plan: one static layout per shape key"
 "$wstrace" plan "$out/dynamic.db" --svg "$out/plan.svg" | tee "$out/plan.txt"
 
-say "run the workload again under the plan (planned.db)"
+say "run the workload again under the plan (planned.db), and planned in process as ONNX Runtime does (pattern.db)"
 "$wstrace" record -o "$out/planned.db" -- "$wsk" "${workload[@]}" --alloc plan --plan "$out/dynamic.db" \
     --dump "$out/planned-outputs.txt" | tee "$out/planned-run.txt"
 "$wstrace" lifetimes "$out/planned.db" >/dev/null
+# The first run of each shape key allocates on the fly and is planned in process; later runs take
+# its pattern.  Each key's pattern is the plan of the step before.
+"$wstrace" record -o "$out/pattern.db" -- "$wsk" "${workload[@]}" --alloc pattern \
+    --dump "$out/pattern-outputs.txt" >"$out/pattern-run.txt"
+grep -E '^pattern' "$out/pattern-run.txt"
 
 say "trace the workload through a caching arena, as frameworks allocate without a plan (arena.db)"
 "$wstrace" record -o "$out/arena.db" -- "$wsk" "${workload[@]}" --alloc arena --dump "$out/arena-outputs.txt" |
     tee "$out/arena-run.txt"
 
-say "check outputs: planned and arena runs against the dynamic run"
-for mode in planned arena; do
+say "check outputs: planned, pattern and arena runs against the dynamic run"
+for mode in planned pattern arena; do
     if cmp -s "$out/dynamic-outputs.txt" "$out/$mode-outputs.txt"; then
         echo "$mode: outputs identical (tokens and logits of every run, bit for bit)"
     else
@@ -108,14 +114,28 @@ for mode in planned arena; do
     fi
 done
 
-say "report: dynamic.db (baseline) against planned.db (candidate)"
+say "report: the saving against a caching arena (arena.db baseline, planned.db candidate)"
 "$wstrace" report --baseline "$out/dynamic.db" --candidate "$out/planned.db" -o "$out/report.md"
 "$wstrace" report --baseline "$out/arena.db" --candidate "$out/planned.db" -o "$out/arena-report.md"
-cat "$out/report.md"
+# The saving first, then what each shape key needs beside the persistent buffers: a prompt's
+# activations and workspace dwarf a decoding step's.
+arena_peak=$(sqlite3 "$out/arena.db" "SELECT MAX(live_bytes) FROM live_bytes")
+planned_peak=$(sqlite3 "$out/planned.db" "SELECT MAX(live_bytes) FROM live_bytes")
+awk -v a="$arena_peak" -v p="$planned_peak" 'BEGIN {
+    printf "## Saving against a caching arena: device peak %d B under the arena, %d B under the plan (%+.1f %%)\n", \
+        a, p, 100 * (p - a) / a }'
 echo
-echo "## Against a caching arena (arena.db baseline, planned.db candidate; full report in out/demo/arena-report.md)"
+echo "| shape key | planned activations and workspace (one run) | load bound |"
+echo "|---|---:|---:|"
+sqlite3 -separator ' | ' "$out/dynamic.db" "SELECT '| ' || s.value || CASE WHEN s.value LIKE '%seq=%' THEN ' (prompt)'
+    ELSE '' END, p.planned_peak_bytes, p.load_bound_bytes || ' |' FROM plans p JOIN strings s ON s.id = p.shape_key_id
+    ORDER BY p.run_id"
 echo
-awk '/^## Peak live device bytes/ {on = 1; next} /^## / {on = 0} on' "$out/arena-report.md"
+cat "$out/arena-report.md"
+echo
+echo "## Against allocating on the fly (dynamic.db baseline, planned.db candidate; full report in out/demo/report.md)"
+echo
+awk '/^## Peak live device bytes/ {on = 1; next} /^## / {on = 0} on' "$out/report.md"
 "$wstrace" view "$out/dynamic.db" -o "$out/dynamic.html"
-echo "Traces: out/demo/dynamic.db, arena.db, planned.db.  Reports: out/demo/report.md, arena-report.md"
+echo "Traces: out/demo/dynamic.db, arena.db, planned.db, pattern.db.  Reports: out/demo/arena-report.md, report.md"
 echo "Open out/demo/dynamic.html in a browser to explore the dynamic trace's memory (wstrace view)."

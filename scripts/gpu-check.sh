@@ -10,11 +10,15 @@
 #   - CUDA graphs with memory nodes (tests/graph/graph_gpu.cu: an explicit graph and a captured one)
 #     traced on the GPU and on the simulated device: the same sums, and traces with the same graph
 #     launches, allocations made by them, kernels run and captured calls;
+#   - prompts (the prefill kernels: the GEMM tactic with serial split-K, first prompts and a prompt
+#     continuing a cache with several splits, the last-position norm): GPU against simulated
+#     device as above, and bitwise identical on the GPU under --alloc dynamic and --alloc pattern;
 #   - the main job (scripts/demo.sh) runs on the GPU: trace, plan, planned rerun, report.
 # Prints one PASS/FAIL line per check and exits 0 only when all pass.
 #
 # Environment: BUILD_DIR (default <repo>/build-gpu), CUDA_ARCH (default: native),
 #              WSK_ARGS (workload flags, default below), TOLERANCE (default 1e-3),
+#              PREFILL_ARGS (the prompts' workload flags, default below),
 #              DEMO_ARGS (workload flags of the main job on the GPU).
 set -euo pipefail
 
@@ -25,6 +29,11 @@ TOLERANCE=${TOLERANCE:-1e-3}
 # Two shape keys and grouped-query attention (4 query heads over 2 KV heads): on a GPU of 132 SMs
 # kv 1024 takes 4 flash-decoding splits (the split and combine kernels), kv 96 one.
 WSK_ARGS=${WSK_ARGS:---layers 4 --kv-heads 2 --batch 1,4 --kv-len 96,1024 --max-kv-len 1056 --runs 4}
+# Four shapes, two runs each (under --alloc pattern the second takes the first one's pattern): a
+# decoding step; a first prompt of 80 tokens (80 rows: the GEMM, its K in 7 serial slices under the
+# semaphores, on a GPU of 132 SMs); 16 tokens continuing a cache of 1,008 at batch 2 (several
+# attention splits and the combine); a first prompt of 200 at batch 2.
+PREFILL_ARGS=${PREFILL_ARGS:---layers 2 --kv-heads 2 --batch 1,1,2,2 --seq-len 1,80,16,200 --kv-len 96,80,1024,200 --max-kv-len 1056 --runs 8}
 OUT=$BUILD_DIR/gpu-check
 failures=0
 
@@ -66,6 +75,32 @@ run_wsk() { # name, extra flags...
     return 1
 }
 
+# Dump lines: "token RUN SEQ TOKEN" and "logit RUN SEQ INDEX VALUE" in the same order.
+compare_dumps() { # gpu-dump sim-dump label
+    local gpu=$1 sim=$2 label=$3
+    if awk '$1 == "token"' "$gpu" | cmp -s - <(awk '$1 == "token"' "$sim"); then
+        pass "$label: tokens identical on GPU and simulated device ($(grep -c '^token' "$gpu") tokens)"
+    else
+        fail "$label: tokens differ between GPU and simulated device:"
+        diff <(awk '$1 == "token"' "$sim") <(awk '$1 == "token"' "$gpu") | head -n 10
+    fi
+    local verdict
+    verdict=$(paste -d' ' <(awk '$1 == "logit"' "$sim") <(awk '$1 == "logit"' "$gpu") |
+        awk -v tol="$TOLERANCE" -v label="$label" '
+            $2 != $7 || $3 != $8 || $4 != $9 { bad = 1; exit }
+            { d = $5 - $10; if (d < 0) d = -d; if (d > diff) diff = d
+              r = $5 < 0 ? -$5 : $5; if (r > ref) ref = r; n++ }
+            END {
+                if (bad || n == 0) { print "FAIL " label ": logits do not line up (" n " compared)"; exit }
+                lim = tol * (ref > 1 ? ref : 1)
+                ok = diff <= lim
+                printf "%s %s: logits: max abs diff %.3g %s %.3g (tolerance %s x max(1, max |logit| %.3g)), %d values\n",
+                    (ok ? "PASS" : "FAIL"), label, diff, (ok ? "<=" : ">"), lim, tol, ref, n
+            }')
+    echo "$verdict"
+    case $verdict in FAIL*) failures=$((failures + 1)) ;; esac
+}
+
 if run_wsk gpu --device cuda --alloc dynamic; then pass "wsk --device cuda"; else
     fail "wsk --device cuda"; exit 1; fi
 # The heuristics depend on the SM count: give the simulated device the GPU's.
@@ -81,28 +116,24 @@ else
     fail "GPU outputs differ between --alloc dynamic and async"
 fi
 
-# Dump lines: "token RUN SEQ TOKEN" and "logit RUN SEQ INDEX VALUE" in the same order.
-if awk '$1 == "token"' "$OUT/gpu.txt" | cmp -s - <(awk '$1 == "token"' "$OUT/sim.txt"); then
-    pass "tokens identical on GPU and simulated device ($(grep -c '^token' "$OUT/gpu.txt") tokens)"
-else
-    fail "tokens differ between GPU and simulated device:"
-    diff <(awk '$1 == "token"' "$OUT/sim.txt") <(awk '$1 == "token"' "$OUT/gpu.txt") | head -n 10
-fi
+compare_dumps "$OUT/gpu.txt" "$OUT/sim.txt" decoding
 
-verdict=$(paste -d' ' <(awk '$1 == "logit"' "$OUT/sim.txt") <(awk '$1 == "logit"' "$OUT/gpu.txt") |
-    awk -v tol="$TOLERANCE" '
-        $2 != $7 || $3 != $8 || $4 != $9 { bad = 1; exit }
-        { d = $5 - $10; if (d < 0) d = -d; if (d > diff) diff = d
-          r = $5 < 0 ? -$5 : $5; if (r > ref) ref = r; n++ }
-        END {
-            if (bad || n == 0) { print "FAIL logits do not line up (" n " compared)"; exit }
-            lim = tol * (ref > 1 ? ref : 1)
-            ok = diff <= lim
-            printf "%s logits: max abs diff %.3g %s %.3g (tolerance %s x max(1, max |logit| %.3g)), %d values\n",
-                (ok ? "PASS" : "FAIL"), diff, (ok ? "<=" : ">"), lim, tol, ref, n
-        }')
-echo "$verdict"
-case $verdict in FAIL*) failures=$((failures + 1)) ;; esac
+# Prompts: the prefill kernels on the GPU against the host references, and the in-process pattern.
+say "prompts: $PREFILL_ARGS"
+if WSK_ARGS=$PREFILL_ARGS run_wsk prefill-gpu --device cuda --alloc dynamic &&
+    WSK_ARGS=$PREFILL_ARGS run_wsk prefill-gpu-pattern --device cuda --alloc pattern &&
+    WSK_ARGS=$PREFILL_ARGS run_wsk prefill-sim --device sim --sm-count "$SM"; then
+    pass "wsk prompts on the GPU (dynamic, pattern) and the simulated device"
+    if cmp -s "$OUT/prefill-gpu.txt" "$OUT/prefill-gpu-pattern.txt"; then
+        pass "GPU prompt outputs bitwise identical for --alloc dynamic and pattern ($(grep -E '^pattern:' \
+            "$OUT/prefill-gpu-pattern.log"))"
+    else
+        fail "GPU prompt outputs differ between --alloc dynamic and pattern"
+    fi
+    compare_dumps "$OUT/prefill-gpu.txt" "$OUT/prefill-sim.txt" prompts
+else
+    fail "wsk prompts (logs: $OUT/prefill-*.log)"
+fi
 
 # CUDA graphs with memory nodes, traced on the GPU and on the simulated device (through its
 # drop-in cudart): the program's sums and the traces' graph figures must agree.
@@ -149,10 +180,10 @@ fi
 # report, exactly as scripts/demo.sh does on the simulated device (its output lands in out/demo/).
 say "the main job on the GPU (scripts/demo.sh with --device cuda)"
 if WSTRACE_BUILD=$BUILD_DIR WSK_ARGS="${DEMO_ARGS:---device cuda --layers 8 --hidden 512 --heads 8 --head-dim 64 \
---intermediate 1408 --vocab 4096 --batch 1,8 --kv-len 96,128,112 --max-kv-len 128 --runs 12 --l1 envelope}" \
+--intermediate 1408 --vocab 4096 --batch 1,8 --seq-len 1,1,64 --kv-len 96,128,64 --max-kv-len 128 --runs 12 --l1 envelope}" \
     bash "$ROOT/scripts/demo.sh" >"$OUT/demo.log" 2>&1; then
-    pass "demo loop on the GPU (report: out/demo/report.md, log: $OUT/demo.log)"
-    sed -n '/^# wstrace report/,$p' "$OUT/demo.log"
+    pass "demo loop on the GPU (reports: out/demo/arena-report.md, report.md; log: $OUT/demo.log)"
+    sed -n '/^## Saving against a caching arena/,$p' "$OUT/demo.log"
 else
     tail -n 40 "$OUT/demo.log"
     fail "demo loop on the GPU"
