@@ -146,10 +146,10 @@ check "prompts: pattern's device peak once planned ($after) is the plan run's ($
     test "$after" = "$planned_prompt"
 check "prompts: the plan run's device peak is below the arena's ($arena_prompt)" test "$planned_prompt" -lt "$arena_prompt"
 
-# A first prompt of 1,100 tokens and one of 1,000 continuing a cache of 100 (8 query heads over 1
-# KV head, 108 SMs): at the maximum shape (the first prompt) attention takes one split, the
-# continuation 5 and a far larger root.
-cont=(--device sim --layers 1 --heads 8 --kv-heads 1 --head-dim 64 --sm-count 108 --seq-len 1100,1000 --kv-len 1100
+# A first prompt of 300 tokens and one of 50 continuing a cache of 250 (8 query heads over 1 KV
+# head, 20 SMs): at the maximum shape (the first prompt) attention takes one split, the
+# continuation 2 and a far larger root (test_wsk_prefill.c derives both).
+cont=(--device sim --layers 1 --heads 8 --kv-heads 1 --head-dim 64 --sm-count 20 --seq-len 300,50 --kv-len 300
       --runs 2)
 for policy in max-shape envelope; do
     record -o "$out/prompt-$policy.db" -- "$wsk" "${cont[@]}" --l1 $policy >/dev/null
@@ -157,7 +157,7 @@ done
 status=0
 "$wstrace" verify --strict "$out/prompt-max-shape.db" >"$out/prompt-max-shape-verify.txt" || status=$?
 over=$(q "$out/prompt-max-shape.db" "SELECT COUNT(*) FROM verifications v JOIN strings k ON k.id = v.shape_key_id
-       WHERE v.verdict = 'over-reservation' AND k.value = 'batch=1,seq=1000,kv=1100'")
+       WHERE v.verdict = 'over-reservation' AND k.value = 'batch=1,seq=50,kv=300'")
 check "prompts, max-shape: verify --strict exits 1 on the continuation's attention ($status, $over)" \
     test "$status" = 1 -a "$over" = 1
 status=0

@@ -256,26 +256,29 @@ Test(wsk_prefill, prompt_declarations_verify_clean)
 }
 
 /*
- * 8 query heads over 1 KV head of 64, 108 SMs: a first prompt of 1,100 tokens and a prompt of 1,000
- * continuing a cache of 100 (test_estimate_prefill.c derives the roots: 35,340 B and 10,432,012 B).
- * Level 1 at the maximum shape reserves the first prompt's root, so verify --strict finds the
- * continuation's attention over it (exit 1) and nothing else; the envelope is clean (exit 0).
+ * 8 query heads over 1 KV head of 64, 20 SMs: a first prompt of 300 tokens and a prompt of 50
+ * continuing a cache of 250.  The first prompt counts the 8 query heads: 8 * ceil(300/64) = 40 >=
+ * 0.8 * 20, one split; root softmax_lse 8 * 300 * 4 = 9,600 B, seq_lens 12 B at 9,728: 9,740 B.  The
+ * continuation counts the 1 KV head: work 1, 2 KV blocks, efficiencies 0.05 (1 split) and 0.1 (2):
+ * 2 splits; root softmax_lse 8 * 50 * 4 = 1,600 B, softmax_lse_accum 3,200 B at 1,792, out_accum
+ * 204,800 B at 5,120, seq_lens 12 B at 209,920: 209,932 B.  Level 1 at the maximum shape (the
+ * first prompt) reserves 9,740 B, so verify --strict finds the continuation's attention over it
+ * (exit 1) and nothing else; the envelope is clean (exit 0).
  */
 Test(wsk_prefill, max_shape_misses_a_continuation_envelope_does_not)
 {
-    const char *shapes = "--layers 1 --heads 8 --kv-heads 1 --head-dim 64 --sm-count 108 --seq-len 1100,1000"
-                         " --kv-len 1100 --runs 2";
+    const char *shapes = "--layers 1 --heads 8 --kv-heads 1 --head-dim 64 --sm-count 20 --seq-len 300,50"
+                         " --kv-len 300 --runs 2";
     char args[256], cmd[256];
     struct result r;
     snprintf(args, sizeof args, "%s --l1 max-shape", shapes);
     run_ok("max-shape.db", args, &r);
     snprintf(cmd, sizeof cmd, "%s/bin/wstrace verify --strict %s/max-shape.db", WS_BUILD_DIR, dir);
     cr_expect_eq(shell(cmd), 1);
-    cr_expect_eq(query("max-shape.db",
-                       "SELECT COUNT(*) FROM verifications v JOIN strings k ON k.id ="
-                       " v.shape_key_id JOIN strings s ON s.id = v.node_name_id WHERE v.verdict ="
-                       " 'over-reservation' AND k.value = 'batch=1,seq=1000,kv=1100' AND s.value = '" ATTN
-                       "' AND v.level1_bytes = 35340 AND v.level2_bytes = 10432012"),
+    cr_expect_eq(query("max-shape.db", "SELECT COUNT(*) FROM verifications v JOIN strings k ON k.id ="
+                                       " v.shape_key_id JOIN strings s ON s.id = v.node_name_id WHERE v.verdict ="
+                                       " 'over-reservation' AND k.value = 'batch=1,seq=50,kv=300' AND s.value = '" ATTN
+                                       "' AND v.level1_bytes = 9740 AND v.level2_bytes = 209932"),
                  1);
     cr_expect_eq(query("max-shape.db", "SELECT COUNT(*) FROM verifications WHERE verdict <> 'ok'"), 1);
     snprintf(args, sizeof args, "%s --l1 envelope", shapes);
