@@ -18,6 +18,7 @@ const struct ws_command ws_commands[] = {
     {"import", cmd_import, 0, "write a trace from an Nsight Systems export or a PyTorch memory snapshot"},
     {"merge", cmd_merge, 0, "merge the traces of several processes (ranks) into one"},
     {"view", cmd_view, WS_CMD_TRACE_INPUT, "write one self-contained HTML page to explore a trace's memory"},
+    {"partition", cmd_partition, WS_CMD_TRACE_INPUT, "how many layers fit a memory budget; ORT's placement rules"},
 };
 
 const unsigned ws_command_count = sizeof(ws_commands) / sizeof(ws_commands[0]);

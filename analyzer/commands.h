@@ -35,6 +35,7 @@ WS_COMMAND(export);
 WS_COMMAND(import);
 WS_COMMAND(merge);
 WS_COMMAND(view);
+WS_COMMAND(partition);
 
 /* Print "wstrace: MESSAGE" on stderr (one line). */
 void ws_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

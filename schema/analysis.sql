@@ -85,3 +85,59 @@ CREATE TABLE IF NOT EXISTS plan_blocks (
     offset          INTEGER NOT NULL,  -- from the start of the backing buffer
     PRIMARY KEY (plan_id, ordinal)
 ) WITHOUT ROWID;
+
+-- wstrace partition: one row per device and budget (docs/partition.md).  Re-running the command
+-- replaces the rows of all three partition tables.
+CREATE TABLE IF NOT EXISTS partitions (
+    id                          INTEGER PRIMARY KEY,
+    process_id                  INTEGER NOT NULL,  -- processes.id (1 in a trace of one process)
+    device                      INTEGER NOT NULL,
+    budget_bytes                INTEGER NOT NULL,
+    layer_pattern               TEXT NOT NULL,     -- the text before the layer number (layers.)
+    outside                     TEXT NOT NULL,     -- spread | device | host: where the parts outside every layer go
+    layers                      INTEGER NOT NULL,
+    layers_fit                  INTEGER NOT NULL,  -- whole layers, in the order they ran, that fit the budget
+    fixed_bytes                 INTEGER NOT NULL,  -- charged before any layer (the outside part, in device mode)
+    used_bytes                  INTEGER NOT NULL,
+    left_bytes                  INTEGER NOT NULL,  -- budget - used
+    total_bytes                 INTEGER NOT NULL,  -- every layer and the fixed part
+    outside_bytes               INTEGER NOT NULL,  -- what is outside every layer
+    ort_threshold_bytes         INTEGER NOT NULL,  -- the budget as ORT takes it: whole KiB
+    ort_nodes                   INTEGER NOT NULL,  -- nodes ORT considers: ran, on this device
+    ort_nodes_accepted          INTEGER NOT NULL,  -- accepted by the stop-at-first-overflow rule
+    ort_layers_whole            INTEGER NOT NULL,  -- layers all of whose nodes ORT accepts
+    ort_consumed_bytes          INTEGER NOT NULL,
+    ort_first_rejected_id       INTEGER REFERENCES strings(id), -- the node where ORT stops; NULL: none
+    name_based_layer_assignment TEXT NOT NULL,     -- ready value of the session option for the answer
+    name_rule_exact             INTEGER NOT NULL,  -- 1: matched as ORT matches, it places every node as intended
+    resource_cuda_partitioning_settings TEXT NOT NULL
+);
+
+-- wstrace partition: one row per layer of each partition, in the order the layers ran.
+CREATE TABLE IF NOT EXISTS partition_layers (
+    partition_id     INTEGER NOT NULL REFERENCES partitions(id),
+    ordinal          INTEGER NOT NULL,
+    layer            TEXT NOT NULL,     -- e.g. /model/layers.3
+    nodes            INTEGER NOT NULL,  -- trace nodes in the layer
+    persistent_bytes INTEGER NOT NULL,  -- peak of its persistent bytes (weights, caches)
+    activation_bytes INTEGER NOT NULL,  -- peak of its live activations
+    workspace_bytes  INTEGER NOT NULL,  -- the largest workspace ORT's ledger charges one of its nodes
+    share_bytes      INTEGER NOT NULL,  -- its share of what is outside every layer (spread)
+    cost_bytes       INTEGER NOT NULL,  -- the sum of the four
+    cumulative_bytes INTEGER NOT NULL,  -- the fixed part and the layers up to this one
+    fits             INTEGER NOT NULL,  -- 1: on the device in the layer-atomic answer
+    ort_cost_bytes   INTEGER NOT NULL,  -- ORT's charges of its nodes
+    ort_nodes_accepted INTEGER NOT NULL,
+    PRIMARY KEY (partition_id, ordinal)
+) WITHOUT ROWID;
+
+-- wstrace partition --rules: one row per pattern of the name-based rules.
+CREATE TABLE IF NOT EXISTS partition_rules (
+    ordinal        INTEGER PRIMARY KEY,  -- ORT's rule index: the order of the setting
+    device         TEXT NOT NULL,
+    pattern        TEXT NOT NULL,
+    nodes_matched  INTEGER NOT NULL,     -- nodes whose name holds the pattern
+    nodes_assigned INTEGER NOT NULL,     -- nodes ORT assigns by it (longest pattern first)
+    layers_matched INTEGER NOT NULL,
+    verdict        TEXT NOT NULL         -- ok | no-match | shadowed
+);

@@ -11,7 +11,8 @@
 
 #include <jansson.h>
 
-static int estimate_add(struct ws_estimates *est, size_t *cap, const char *node, int kind, int64_t slot, int64_t bytes)
+static int estimate_add_alias(struct ws_estimates *est, size_t *cap, const char *node, const char *alias, int kind,
+                              int64_t slot, int64_t bytes)
 {
     if (est->count == *cap) {
         size_t next = *cap ? *cap * 2 : 64;
@@ -21,11 +22,19 @@ static int estimate_add(struct ws_estimates *est, size_t *cap, const char *node,
         est->items = grown;
         *cap = next;
     }
-    char *copy = strdup(node);
-    if (!copy)
+    char *copy = strdup(node), *alias_copy = alias ? strdup(alias) : NULL;
+    if (!copy || (alias && !alias_copy)) {
+        free(copy);
+        free(alias_copy);
         return -1;
-    est->items[est->count++] = (struct ws_estimate){copy, (uint8_t)kind, slot, bytes};
+    }
+    est->items[est->count++] = (struct ws_estimate){copy, (uint8_t)kind, slot, bytes, alias_copy};
     return 0;
+}
+
+static int estimate_add(struct ws_estimates *est, size_t *cap, const char *node, int kind, int64_t slot, int64_t bytes)
+{
+    return estimate_add_alias(est, cap, node, NULL, kind, slot, bytes);
 }
 
 /* A non-negative decimal integer that fits in int64, with nothing after it. */
@@ -50,6 +59,8 @@ static const struct {
     {"output_bytes", "output", WS_EST_OUTPUT},
     {"input_bytes", "input", WS_EST_INPUT},
     {"initializer_bytes", "initializer", WS_EST_INITIALIZER},
+    {"dynamic_bytes", "dynamic", WS_EST_DYNAMIC},
+    {"temp_bytes", "temp", WS_EST_TEMP},
 };
 
 static int fact_by_json_key(const char *key)
@@ -141,8 +152,8 @@ static int json_node(struct json_ctx *c, const char *node, json_t *value)
                 return -1;
         } else {
             snprintf(c->err, c->errlen,
-                     "%s: node '%s': unexpected key '%s' (expected \"slots\", \"output_bytes\", \"input_bytes\" or "
-                     "\"initializer_bytes\")",
+                     "%s: node '%s': unexpected key '%s' (expected \"slots\", \"output_bytes\", \"input_bytes\", "
+                     "\"initializer_bytes\", \"dynamic_bytes\" or \"temp_bytes\")",
                      c->name, node, key);
             return -1;
         }
@@ -232,11 +243,13 @@ struct csv_ctx {
 
 static int csv_line(struct csv_ctx *c, char *line)
 {
-    char *f[4];
+    char *f[6];
     int64_t slot = -1, bytes;
     int kind = WS_EST_SLOT;
-    if (csv_fields(line, f, 4) != 3) {
-        snprintf(c->err, c->errlen, "%s:%ld: expected 3 columns node,slot,bytes", c->name, c->lineno);
+    int nf = csv_fields(line, f, 6);
+    if (nf != 3) {
+        snprintf(c->err, c->errlen, "%s:%ld: expected 3 columns node,slot,bytes%s", c->name, c->lineno,
+                 nf == 5 ? " (an ONNX Runtime node-stats file starts with the line " WS_ORT_STATS_HEADER ")" : "");
         return -1;
     }
     if (c->lineno == 1 && strcmp(f[0], "node") == 0)
@@ -248,7 +261,8 @@ static int csv_line(struct csv_ctx *c, char *line)
     if (fact_by_csv_word(f[1]) >= 0) {
         kind = fact_by_csv_word(f[1]);
     } else if (parse_count(f[1], &slot) != 0 || slot > UINT32_MAX) {
-        snprintf(c->err, c->errlen, "%s:%ld: slot '%s' is not a slot number, 'output', 'input' or 'initializer'",
+        snprintf(c->err, c->errlen,
+                 "%s:%ld: slot '%s' is not a slot number, 'output', 'input', 'initializer', 'dynamic' or 'temp'",
                  c->name, c->lineno, f[1]);
         return -1;
     }
@@ -296,6 +310,115 @@ out:
     return rc;
 }
 
+/* ---- ONNX Runtime's node-stats file ---- */
+
+/* The name without ORT's unique-name suffix: NAME_DIGITS -> NAME (NULL when there is none). */
+static char *ort_alias(const char *name)
+{
+    const char *us = strrchr(name, '_');
+    if (!us || us == name || us[1] == '\0' || strlen(us + 1) > 20)
+        return NULL;
+    for (const char *p = us + 1; *p; p++)
+        if (*p < '0' || *p > '9')
+            return NULL;
+    return strndup(name, (size_t)(us - name));
+}
+
+/* A field ORT reads with std::stoull: here plain decimal digits, blanks around them allowed. */
+static int ort_count(char *text, int64_t *out)
+{
+    while (*text == ' ' || *text == '\t')
+        text++;
+    size_t n = strlen(text);
+    while (n > 0 && (text[n - 1] == ' ' || text[n - 1] == '\t'))
+        text[--n] = '\0';
+    return parse_count(text, out);
+}
+
+/* Split at every ',' in place, empty fields kept (ORT's SplitString with keep_empty); -1 above max. */
+static int ort_fields(char *line, char **f, int max)
+{
+    int n = 0;
+    for (char *p = line;; p++) {
+        if (n == max)
+            return -1;
+        f[n++] = p;
+        p = strchr(p, ',');
+        if (!p)
+            return n;
+        *p = '\0';
+    }
+}
+
+static int ort_line(struct csv_ctx *c, char *line)
+{
+    static const char *const fields[] = {"input_sizes", "initializers_sizes", "total_dynamic_sizes",
+                                         "total_temp_allocations"};
+    char *f[6];
+    int64_t v[4];
+    if (ort_fields(line, f, 6) != 5) {
+        snprintf(c->err, c->errlen, "%s:%ld: expected 5 fields name,%s,%s,%s,%s (ONNX Runtime's node-stats format)",
+                 c->name, c->lineno, fields[0], fields[1], fields[2], fields[3]);
+        return -1;
+    }
+    if (f[0][0] == '\0')
+        return 0; /* ORT skips a line without a name */
+    for (int i = 0; i < 4; i++)
+        if (ort_count(f[i + 1], &v[i]) != 0) {
+            snprintf(c->err, c->errlen, "%s:%ld: %s '%s' is not a non-negative integer", c->name, c->lineno, fields[i],
+                     f[i + 1]);
+            return -1;
+        }
+    char *alias = ort_alias(f[0]);
+    int64_t input = v[0] + v[1] < v[0] ? INT64_MAX : v[0] + v[1]; /* ORT charges the sum */
+    int rc = estimate_add_alias(c->est, &c->cap, f[0], alias, WS_EST_INPUT, -1, input) ||
+             estimate_add_alias(c->est, &c->cap, f[0], alias, WS_EST_DYNAMIC, -1, v[2]) ||
+             estimate_add_alias(c->est, &c->cap, f[0], alias, WS_EST_TEMP, -1, v[3]);
+    free(alias);
+    if (rc != 0)
+        snprintf(c->err, c->errlen, "out of memory");
+    return rc ? -1 : 0;
+}
+
+/* Lines as ORT's LoadNodeAllocationStats reads them: empty lines and lines starting with '#' skipped. */
+static int parse_ort(const char *text, size_t len, struct csv_ctx *c)
+{
+    char *line = malloc(len + 1);
+    int rc = -1;
+    if (!line) {
+        snprintf(c->err, c->errlen, "out of memory");
+        return -1;
+    }
+    for (size_t at = 0; at < len;) {
+        const char *nl = memchr(text + at, '\n', len - at);
+        size_t n = (nl ? (size_t)(nl - text) : len) - at;
+        memcpy(line, text + at, n);
+        at += n + (nl != NULL);
+        c->lineno++;
+        while (n > 0 && line[n - 1] == '\r')
+            n--;
+        line[n] = '\0';
+        if (memchr(line, '\0', n)) {
+            snprintf(c->err, c->errlen, "%s:%ld: NUL byte in the line", c->name, c->lineno);
+            goto out;
+        }
+        if (n == 0 || line[0] == '#')
+            continue;
+        if (ort_line(c, line) != 0)
+            goto out;
+    }
+    rc = 0;
+out:
+    free(line);
+    return rc;
+}
+
+static int starts_with_ort_header(const char *text, size_t len)
+{
+    size_t h = strlen(WS_ORT_STATS_HEADER);
+    return len >= h && memcmp(text, WS_ORT_STATS_HEADER, h) == 0 && (len == h || text[h] == '\n' || text[h] == '\r');
+}
+
 int ws_estimates_parse(const char *text, size_t len, const char *name, struct ws_estimates *est, char *err,
                        size_t errlen)
 {
@@ -311,6 +434,9 @@ int ws_estimates_parse(const char *text, size_t len, const char *name, struct ws
     if (text[i] == '{') {
         struct json_ctx c = {est, 0, name, err, errlen};
         rc = parse_json(text, len, &c);
+    } else if (starts_with_ort_header(text, len)) {
+        struct csv_ctx c = {est, 0, name, 0, err, errlen};
+        rc = parse_ort(text, len, &c);
     } else {
         struct csv_ctx c = {est, 0, name, 0, err, errlen};
         rc = parse_csv(text, len, &c);
@@ -359,8 +485,10 @@ out:
 
 void ws_estimates_free(struct ws_estimates *est)
 {
-    for (size_t i = 0; i < est->count; i++)
+    for (size_t i = 0; i < est->count; i++) {
         free(est->items[i].node);
+        free(est->items[i].alias);
+    }
     free(est->items);
     memset(est, 0, sizeof *est);
 }

@@ -254,7 +254,8 @@ int ws_lifetimes_compute(struct ws_analysis *an, char *err, size_t errlen)
 
 int ws_results_begin(sqlite3 *db, const char *table, char *err, size_t errlen)
 {
-    static const char *const tables[] = {"lifetimes", "resolutions", "verifications"};
+    static const char *const tables[] = {"lifetimes",  "resolutions",      "verifications",
+                                         "partitions", "partition_layers", "partition_rules"};
     char msg[512], sql[64];
     int known = 0;
     for (size_t i = 0; i < sizeof tables / sizeof tables[0]; i++)

@@ -107,6 +107,12 @@ static int figure_cmp(const void *a, const void *b)
     return (x->slot > y->slot) - (x->slot < y->slot);
 }
 
+int32_t ws_estimate_node(const struct ws_analysis *an, const struct ws_estimate *e)
+{
+    int32_t node = ws_analysis_node_by_name(an, e->node);
+    return node >= 0 || !e->alias ? node : ws_analysis_node_by_name(an, e->alias);
+}
+
 /* Level-1 figures of the trace and the file as (node, slot, bytes), sorted; node -1 for one
  * node only (ws_node_estimate), else every node. */
 static int level1_figures(const struct ws_analysis *an, const struct ws_estimates *est, int32_t only,
@@ -122,7 +128,7 @@ static int level1_figures(const struct ws_analysis *an, const struct ws_estimate
     for (size_t i = 0; est && i < est->count; i++) {
         if (est->items[i].kind != WS_EST_SLOT)
             continue;
-        int32_t node = ws_analysis_node_by_name(an, est->items[i].node);
+        int32_t node = ws_estimate_node(an, &est->items[i]);
         if (node >= 0 && (only < 0 || node == only))
             v[n++] = (struct slot_figure){node, est->items[i].slot, est->items[i].bytes};
     }
@@ -159,19 +165,34 @@ int64_t ws_node_estimate(const struct ws_analysis *an, const struct ws_estimates
     return estimate;
 }
 
-/* The file's node facts (input, initializer, output bytes): the largest of each. */
-static void file_facts(const struct ws_analysis *an, const struct ws_estimates *est, struct ws_ort_facts *f)
+static int64_t *fact_field(struct ws_ort_facts *f, int kind)
+{
+    switch (kind) {
+    case WS_EST_INPUT: return &f->input_bytes;
+    case WS_EST_INITIALIZER: return &f->initializer_bytes;
+    case WS_EST_DYNAMIC: return &f->dynamic_bytes;
+    case WS_EST_TEMP: return &f->temp_bytes;
+    default: return &f->output_bytes;
+    }
+}
+
+/* The file's node facts: the largest of each.  Recorded figures (an ORT node-stats line) make the
+ * node one the stats file knows, and its temporaries a profile. */
+static void file_facts(const struct ws_analysis *an, const struct ws_estimates *est, struct ws_ort_facts *f,
+                       int64_t *recorded)
 {
     for (size_t i = 0; est && i < est->count; i++) {
         const struct ws_estimate *e = &est->items[i];
-        int32_t node = e->kind == WS_EST_SLOT ? -1 : ws_analysis_node_by_name(an, e->node);
+        int32_t node = e->kind == WS_EST_SLOT ? -1 : ws_estimate_node(an, e);
         if (node < 0)
             continue;
-        int64_t *field = e->kind == WS_EST_INPUT         ? &f[node].input_bytes
-                         : e->kind == WS_EST_INITIALIZER ? &f[node].initializer_bytes
-                                                         : &f[node].output_bytes;
+        int64_t *field = fact_field(&f[node], e->kind);
         if (e->bytes > *field)
             *field = e->bytes;
+        if (e->kind == WS_EST_DYNAMIC || e->kind == WS_EST_TEMP)
+            f[node].executed = 1;
+        if (e->kind == WS_EST_TEMP && e->bytes > recorded[node])
+            recorded[node] = e->bytes;
     }
 }
 
@@ -208,7 +229,9 @@ static int occurrence_facts(const struct ws_analysis *an, struct ws_ort_facts *f
     return 0;
 }
 
-static int node_facts(const struct ws_analysis *an, const struct ws_estimates *est, struct ws_ort_facts *f)
+/* recorded: per node the temporaries of an ORT node-stats file, -1 without. */
+static int node_facts(const struct ws_analysis *an, const struct ws_estimates *est, struct ws_ort_facts *f,
+                      int64_t *recorded)
 {
     struct slot_figure *v = NULL;
     size_t n = 0;
@@ -217,13 +240,14 @@ static int node_facts(const struct ws_analysis *an, const struct ws_estimates *e
     for (size_t k = 0; k < an->nnodes; k++) {
         int ran = an->nodes[k].in_run;
         f[k] = (struct ws_ort_facts){ran, -1, -1, ran ? 0 : -1, ran ? 0 : -1, -1, -1};
+        recorded[k] = -1;
     }
     for (size_t k = 0; k < n;) {
         int32_t node = v[k].node;
         f[node].estimate_bytes = fold_node(v, n, &k);
     }
     free(v);
-    file_facts(an, est, f);
+    file_facts(an, est, f, recorded);
     return occurrence_facts(an, f);
 }
 
@@ -232,12 +256,14 @@ int ws_resolve(const struct ws_analysis *an, const struct ws_estimates *est, enu
 {
     struct ws_ort_facts *f = malloc((an->nnodes + 1) * sizeof *f);
     struct ws_resolution *res = calloc(an->nnodes + 1, sizeof *res);
+    int64_t *recorded = malloc((an->nnodes + 1) * sizeof *recorded);
     size_t n = 0;
     *out = NULL;
     *count = 0;
-    if (!f || !res || node_facts(an, est, f) != 0) {
+    if (!f || !res || !recorded || node_facts(an, est, f, recorded) != 0) {
         free(f);
         free(res);
+        free(recorded);
         snprintf(err, errlen, "out of memory");
         return -1;
     }
@@ -248,10 +274,13 @@ int ws_resolve(const struct ws_analysis *an, const struct ws_estimates *est, enu
         struct ws_resolution *r = &res[n++];
         r->node = (int32_t)k;
         r->planner.node = r->ort.node = (int32_t)k;
-        ws_planner_resolve(node->profile_bytes, f[k].estimate_bytes, &r->planner);
+        /* an ORT file's temporaries are a profile too (a sum of requests: at least the peak) */
+        int64_t profile = node->profile_bytes > recorded[k] ? node->profile_bytes : recorded[k];
+        ws_planner_resolve(profile, f[k].estimate_bytes, &r->planner);
         ws_ort_charge(mode, multiplier, &f[k], &r->ort);
     }
     free(f);
+    free(recorded);
     *out = res;
     *count = n;
     return 0;

@@ -8,7 +8,10 @@
  *  - ONNX Runtime's ledger: what its IResourceAccountant charges for the node.  With a stats file
  *    (the trace plays ORT's NodeStatsRecorder file): input_sizes + initializers_sizes +
  *    total_dynamic_sizes + max(total_temp_allocations, Level-1 estimate), temporary allocations
- *    summed; a node that ran in no run is missing from the file and costs 0.  Without one (ad hoc):
+ *    summed; a node that ran in no run is missing from the file and costs 0.  An ORT node-stats
+ *    file given as estimates is a recorded profile: each field the larger of the file's and the
+ *    trace's, a node with a line counts as recorded, and its temporary allocations are a profile
+ *    in the planner's ledger too.  Without one (ad hoc):
  *    the known initializer and output bytes, plus the Level-1 estimate when there is one, else
  *    those bytes times the multiplier minus one, truncated (1.5 x in all, ORT's safety margin).
  */
@@ -20,6 +23,10 @@
 
 #include "analysis.h"
 #include "estimates.h"
+
+/* The node a row of an estimates file is about: its name, or for a line of an ONNX Runtime
+ * node-stats file the name without ORT's "_HASH" suffix; -1 when the trace has no such node. */
+int32_t ws_estimate_node(const struct ws_analysis *an, const struct ws_estimate *e);
 
 /* Sum over slots of the largest Level-1 figure of each slot (trace and file); -1 without any. */
 int64_t ws_node_estimate(const struct ws_analysis *an, const struct ws_estimates *est, int32_t node);

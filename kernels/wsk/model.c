@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <nvtx3/nvToolsExtMem.h>
+
 #include "wsk.h"
 
 uint64_t wsk_rand(uint64_t *state)
@@ -44,12 +46,31 @@ struct builder {
     struct wsk_model *m;
     struct ws_allocator *a;
     uint64_t seed, tensor; /* next tensor's number */
+    nvtxDomainHandle_t names;
 };
+
+/* Each persistent buffer carries the name of the node that reads it (NVTX memory naming): the
+ * buffers are allocated at session start, outside every node, and a tool sees whose weights and
+ * cache they are.  Without a tool attached NVTX makes this a no-op. */
+static void name_buffer(struct builder *b, const char *node, const void *dev)
+{
+    nvtxMemRegionNameDesc_t name = {.regionRefType = NVTX_MEM_REGION_REF_TYPE_POINTER,
+                                    .nameType = NVTX_MESSAGE_TYPE_ASCII,
+                                    .region.pointer = dev,
+                                    .name.ascii = node};
+    nvtxMemRegionsNameBatch_t batch = {.extCompatID = NVTX_EXT_COMPATID_MEM,
+                                       .structSize = sizeof batch,
+                                       .regionCount = 1,
+                                       .regionElementSize = sizeof name,
+                                       .regionElements = &name};
+    nvtxMemRegionsName(b->names, &batch);
+}
 
 static int upload(struct builder *b, const char *node, const char *what, const void *host, uint64_t bytes, void **dev)
 {
     if (ws_alloc_persistent(b->a, node, what, bytes, dev) != 0)
         return -1;
+    name_buffer(b, node, *dev);
     if (track(b->m, *dev, bytes) != 0) {
         cudaFree(*dev);
         return wsk_fail(b->a->err, WSK_EXIT_FAIL, "wsk: out of host memory");
@@ -141,7 +162,7 @@ static int make_layer(struct builder *b, const struct wsk_config *c, uint32_t l,
 int wsk_model_create(struct wsk_model *m, const struct wsk_config *c, struct ws_allocator *a)
 {
     memset(m, 0, sizeof *m);
-    struct builder b = {m, a, c->seed, 1};
+    struct builder b = {m, a, c->seed, 1, nvtxDomainCreateA("wsk.model")};
     uint64_t maxb = wsk_max_batch(c);
     m->layers = calloc(c->layers, sizeof *m->layers);
     if (!m->layers)
