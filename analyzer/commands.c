@@ -14,7 +14,7 @@ const struct ws_command ws_commands[] = {
     {"verify", cmd_verify, WS_CMD_TRACE_INPUT, "check Level-2 declarations against Level 1 and observed use"},
     {"plan", cmd_plan, WS_CMD_TRACE_INPUT, "static memory layout per shape key, or for a CSV problem"},
     {"report", cmd_report, WS_CMD_TRACE_INPUT, "compare two traces: peak bytes, allocation calls, nodes, parity"},
-    {"export", cmd_export, WS_CMD_TRACE_INPUT, "write a trace as Chrome/Perfetto trace-event JSON"},
+    {"export", cmd_export, WS_CMD_TRACE_INPUT, "write a trace as Chrome/Perfetto JSON or ONNX Runtime's node-stats file"},
     {"import", cmd_import, 0, "write a trace from an Nsight Systems export or a PyTorch memory snapshot"},
     {"merge", cmd_merge, 0, "merge the traces of several processes (ranks) into one"},
     {"view", cmd_view, WS_CMD_TRACE_INPUT, "write one self-contained HTML page to explore a trace's memory"},

@@ -409,7 +409,7 @@ int ws_part_model_build(sqlite3 *db, const struct ws_analysis *an, const struct 
     m->an = an;
     m->est = est;
     size_t cap = an->nnodes + (est ? est->count : 0) + (list ? list->count : 0) + 1;
-    m->pattern = strdup(pattern);
+    m->pattern = strdup(pattern ? pattern : "");
     m->nodes = calloc(cap, sizeof *m->nodes);
     m->part_of_node = malloc((an->nnodes + 1) * sizeof *m->part_of_node);
     if (!m->pattern || !m->nodes || !m->part_of_node)
@@ -418,9 +418,9 @@ int ws_part_model_build(sqlite3 *db, const struct ws_analysis *an, const struct 
         m->part_of_node[k] = -1;
     if (resolve_nodes(m, err, errlen) != 0)
         goto fail;
-    if (trace_nodes(m) != 0 || listed_nodes(m, list) != 0 || find_layers(m) != 0 || file_facts(m) != 0)
+    if (trace_nodes(m) != 0 || listed_nodes(m, list) != 0 || (pattern && find_layers(m) != 0) || file_facts(m) != 0)
         goto oom;
-    if (m->nlayers == 0) {
+    if (pattern && m->nlayers == 0) {
         snprintf(err, errlen,
                  "no node name has a layer number after '%s' (as in /model/%s3/attn/MatMul); name the text before "
                  "the number with --layers",

@@ -105,7 +105,8 @@ struct ws_part_model {
 /* Build the model of a trace: nodes (the trace's, and those of the node list and the estimates
  * file it does not know), layers by `pattern`, both ledgers (ws_resolve, stats mode), the node of
  * every allocation.  db is the trace (allocation names are read from it).  list and est may be
- * NULL.  Fails with "no layer" when no node name has a layer number. */
+ * NULL.  Fails with "no layer" when no node name has a layer number; pattern NULL finds no layers
+ * (for the node-stats file, which needs none). */
 int ws_part_model_build(sqlite3 *db, const struct ws_analysis *an, const struct ws_estimates *est,
                         const struct ws_part_nodelist *list, const char *pattern, struct ws_part_model *m, char *err,
                         size_t errlen);

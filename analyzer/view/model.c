@@ -680,7 +680,7 @@ static int read_table(struct view_model *m, const char *name, char *err, size_t 
             continue; /* not a column of ours */
         char shown[64];
         int is_ref = len > 3 && !strcmp(col + len - 3, "_id") && strcmp(col, "run_id") && strcmp(col, "plan_id") &&
-                     strcmp(col, "allocation_id");
+                     strcmp(col, "allocation_id") && strcmp(col, "partition_id") && strcmp(col, "process_id");
         snprintf(shown, sizeof shown, "%.*s", is_ref ? (int)(len - 3) : (int)len, col);
         if (is_ref)
             used += (size_t)snprintf(sql + used, sizeof sql - used, "%s(SELECT value FROM strings WHERE id = \"%s\")",
@@ -757,7 +757,8 @@ static int by_alloc_id(const void *a, const void *b)
 
 /* Result tables shown as panels when present; a table added by a later command (a partition
  * against a budget) gets its panel from the page once it is named here and there. */
-static const char *const result_tables[] = {"verifications", "resolutions", "partitions", "partition"};
+static const char *const result_tables[] = {"verifications", "resolutions",     "partitions",
+                                            "partition",     "partition_layers", "partition_rules"};
 
 int view_model_load(struct view_model *m, sqlite3 *db, const char *trace, char *err, size_t errlen)
 {

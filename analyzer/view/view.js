@@ -633,11 +633,71 @@
   const TABLE_PANELS = [
     { table: 'verifications', title: 'Verification: Level 2 against Level 1 and observed use', summary: 'verdict', flag: (c) => (r) => r[c.indexOf('verdict')] !== 'ok' },
     { table: 'resolutions', title: 'Resolution per node: the planner\'s ledger (planner_*, max(profile, estimator)) and ONNX Runtime\'s (ort_*, the accountant\'s cost)', summary: 'planner_source' },
-    { table: 'partitions', title: 'Layers against the budget' },
+    { table: 'partitions', title: 'Partitions: one per device and budget (wstrace partition)' },
     { table: 'partition', title: 'Layers against the budget' },
+    { table: 'partition_layers', title: 'Layers against the budget: the cost of each layer, in the order the layers ran' },
+    { table: 'partition_rules', title: 'Name-based rules: the nodes each pattern matches', summary: 'verdict', flag: (c) => (r) => r[c.indexOf('verdict')] !== 'ok' },
   ];
+  /* The layers of each partition as one bar against its budget, the cut marked (tables partitions
+   * and partition_layers, docs/partition.md). */
+  const SVGNS = 'http://www.w3.org/2000/svg';
+  function svgEl(name, attrs, parent) {
+    const e = document.createElementNS(SVGNS, name);
+    for (const k in attrs) e.setAttribute(k, attrs[k]);
+    if (parent) parent.appendChild(e);
+    return e;
+  }
+  function drawPartitions(box) {
+    const P = D.tables.partitions, L = D.tables.partition_layers;
+    if (!P || !L) return;
+    const pc = (name) => P.columns.indexOf(name), lc = (name) => L.columns.indexOf(name);
+    const panel = document.createElement('section');
+    panel.className = 'panel';
+    panel.id = 'partition-panel';
+    const h = document.createElement('h2');
+    h.textContent = 'Layers against the budget';
+    panel.appendChild(h);
+    const sub = document.createElement('div');
+    sub.className = 'sub';
+    sub.textContent = 'Each bar: the layers in the order they ran, each as wide as its cost (persistent + peak activations + workspace + share of the parts outside every layer); blue layers fit, the black line is the cut, the red dashed line the budget.';
+    panel.appendChild(sub);
+    for (const row of P.rows) {
+      const id = row[pc('id')], budget = row[pc('budget_bytes')], used = row[pc('used_bytes')];
+      const fixed = row[pc('fixed_bytes')] || 0, total = row[pc('total_bytes')];
+      const layers = L.rows.filter((r) => r[lc('partition_id')] === id).sort((a, b) => a[lc('ordinal')] - b[lc('ordinal')]);
+      const fig = document.createElement('figure');
+      fig.className = 'partition';
+      fig.dataset.partition = String(id);
+      const cap = document.createElement('figcaption');
+      cap.textContent = 'device ' + row[pc('device')] + ', budget ' + human(budget) + ' (' + grouped(budget) + ' B): ' +
+        row[pc('layers_fit')] + ' of ' + row[pc('layers')] + ' layers fit, ' + human(used) + ' used, ' + human(row[pc('left_bytes')]) +
+        ' left; ONNX Runtime\'s node-level rule accepts ' + row[pc('ort_nodes_accepted')] + ' of ' + row[pc('ort_nodes')] + ' nodes';
+      fig.appendChild(cap);
+      const W = 1000, H = 64, left = 4, width = W - 8, top = Math.max(budget, total, 1) * 1.04;
+      const x = (b) => left + width * b / top;
+      const svg = svgEl('svg', { class: 'partition-bar', viewBox: '0 0 ' + W + ' ' + H, width: '100%', height: String(H) }, fig);
+      if (fixed > 0) svgEl('rect', { class: 'layer-seg outside', x: x(0), y: 14, width: x(fixed) - x(0), height: 30, fill: '#8a8f96' }, svg);
+      layers.forEach((r, i) => {
+        const cost = r[lc('cost_bytes')], end = r[lc('cumulative_bytes')], fits = r[lc('fits')] === 1;
+        const seg = svgEl('rect', { class: 'layer-seg ' + (fits ? 'fits' : 'off'), x: x(end - cost), y: 14, width: Math.max(0, x(end) - x(end - cost)), height: 30,
+          fill: fits ? (i % 2 ? '#5b98d0' : '#3b78b0') : (i % 2 ? '#b3b9bf' : '#c9ced3'), stroke: '#fff', 'stroke-width': 0.5 }, svg);
+        seg.dataset.layer = r[lc('layer')];
+        svgEl('title', {}, seg).textContent = r[lc('layer')] + ': ' + human(cost) + ' (' + grouped(cost) + ' B)' + (fits ? ', fits' : '');
+      });
+      svgEl('line', { class: 'cut', x1: x(used), x2: x(used), y1: 8, y2: 50, stroke: '#111', 'stroke-width': 3 }, svg);
+      svgEl('line', { class: 'budget', x1: x(budget), x2: x(budget), y1: 4, y2: 60, stroke: '#c0392b', 'stroke-width': 2, 'stroke-dasharray': '6 3' }, svg);
+      const rule = document.createElement('div');
+      rule.className = 'sub rule';
+      rule.textContent = 'session.name_based_layer_assignment = ' + row[pc('name_based_layer_assignment')] +
+        '   session.resource_cuda_partitioning_settings = ' + row[pc('resource_cuda_partitioning_settings')];
+      fig.appendChild(rule);
+      panel.appendChild(fig);
+    }
+    box.appendChild(panel);
+  }
   function drawTables() {
     const box = $('table-panels');
+    drawPartitions(box);
     for (const p of TABLE_PANELS) {
       const t = D.tables[p.table];
       if (!t) continue;
