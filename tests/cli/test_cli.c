@@ -67,8 +67,8 @@ static void expect_unchanged(const char *path, const char *before, size_t len)
 
 Test(cli, every_command_refuses_a_bad_option_in_one_line)
 {
-    static const char *const commands[] = {"record", "collect", "summary", "lifetimes", "resolve", "verify",
-                                           "plan",   "report",  "export",  "view",      "import",  "merge"};
+    static const char *const commands[] = {"record", "collect", "summary", "lifetimes", "resolve", "verify",   "plan",
+                                           "report", "export",  "view",    "import",    "merge",   "partition"};
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
         struct tu_result r;
         run(&r, WSTRACE(commands[i], "--no-such-option", "x"));
@@ -143,6 +143,8 @@ Test(cli, an_output_that_is_an_input_is_refused)
         WSTRACE("view", trace, "-o", alias),
         WSTRACE("merge", "-o", alias, trace, other),
         WSTRACE("import", "nsys", trace, "-o", alias),
+        WSTRACE("partition", trace, "--budget", "1G", "--svg", alias),
+        WSTRACE("export", trace, "--format", "ort-node-stats", "-o", alias),
     };
     for (size_t i = 0; i < sizeof runs / sizeof runs[0]; i++) {
         struct tu_result r;

@@ -534,6 +534,54 @@ static size_t check_chunks(const char *html, sqlite3 *db, int64_t t0)
     return records;
 }
 
+/* The layers of a partition against its budget: one bar per partition, as many layers drawn as
+ * fitting as the trace's partition_layers says, the caption's budget the partition's.  The first
+ * budget is the cost of layer 0 alone, so that bar has a layer on each side of the cut. */
+Test(view, layers_against_the_budget)
+{
+    const char *trace = recorded_trace(), *html = in_dir("partition.html");
+    char err[2048], budgets[64];
+    char *first[] = {(char *)tool("wstrace"), "partition", (char *)trace, "--budget", "1T", NULL};
+    cr_assert_eq(run(first, NULL, err, sizeof err), 0, "wstrace partition: %s", err);
+    sqlite3 *db = NULL;
+    cr_assert_eq(sqlite3_open_v2(trace, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+    int64_t one = sqltest_int(db, "SELECT cumulative_bytes FROM partition_layers WHERE ordinal = 0");
+    int64_t layers = sqltest_int(db, "SELECT layers FROM partitions");
+    sqlite3_close(db);
+    cr_assert_gt(layers, 1);
+    snprintf(budgets, sizeof budgets, "%lld,1T", (long long)one);
+    char *argv[] = {(char *)tool("wstrace"), "partition", (char *)trace, "--budget", budgets, NULL};
+    cr_assert_eq(run(argv, NULL, err, sizeof err), 0, "wstrace partition: %s", err);
+    make_view(trace, html, NULL);
+    cr_assert_eq(sqlite3_open_v2(trace, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+    open_page(html, NULL);
+    no_script_errors();
+    cr_expect_eq(eval_int("document.querySelectorAll('#partition-panel figure.partition').length"), 2);
+    for (int id = 1; id <= 2; id++) {
+        char expr[256], sql[256];
+        snprintf(expr, sizeof expr,
+                 "document.querySelectorAll('#partition-panel figure[data-partition=\"%d\"] rect.layer-seg.fits')"
+                 ".length",
+                 id);
+        snprintf(sql, sizeof sql, "SELECT SUM(fits) FROM partition_layers WHERE partition_id = %d", id);
+        cr_expect_eq(eval_int(expr), sqltest_int(db, sql), "partition %d", id);
+        snprintf(expr, sizeof expr,
+                 "document.querySelectorAll('#partition-panel figure[data-partition=\"%d\"] rect.layer-seg').length",
+                 id);
+        cr_expect_eq(eval_int(expr), layers, "partition %d: every layer drawn", id);
+    }
+    cr_expect_eq(sqltest_int(db, "SELECT layers_fit FROM partitions WHERE id = 1"), 1);
+    char *cap = eval_text("document.querySelector('#partition-panel figure[data-partition=\"1\"] figcaption')"
+                          ".textContent");
+    cr_expect(strstr(cap, grouped(one)) != NULL, "caption '%s' lacks the budget %s", cap, grouped(one));
+    cr_expect(strstr(cap, "1 of ") != NULL, "caption '%s'", cap);
+    free(cap);
+    cr_expect_eq(eval_int("document.querySelectorAll('#table-partition_layers tbody tr').length"),
+                 sqltest_int(db, "SELECT COUNT(*) FROM partition_layers"));
+    sqlite3_close(db);
+    close_page();
+}
+
 Test(view, chunks_hold_every_allocation_and_bands_take_over_for_wide_windows)
 {
     const char *trace = recorded_trace(), *html = in_dir("lod.html");
