@@ -412,10 +412,14 @@ static void print_difference(const struct ws_part_model *m, const struct ws_part
                "its largest workspace%s\n",
                r->layers_fit, b2(ort, b[0]), b2(ours, b[1]),
                r->outside == WS_PART_SPREAD ? ", and a share of what is outside every layer" : "");
+    if (r->ort_before_layers > 0)
+        printf("    before the first layer ORT has charged %s for the nodes that run before it, in full\n",
+               b2(r->ort_before_layers, b[2]));
     if (r->ort_gpu_side > r->ort_threshold)
-        printf("    with both values ORT's accountant would still stop early: it charges the nodes the rule puts on "
-               "the device %s, above its threshold\n",
-               b2(r->ort_gpu_side, b[2]));
+        printf("    with both values ORT's accountant would still stop early: it charges the nodes the rule leaves on "
+               "the device %s, above its threshold%s\n",
+               b2(r->ort_gpu_side, b[2]),
+               r->outside == WS_PART_SPREAD ? " (the nodes outside every layer are left to ORT: see --outside)" : "");
 }
 
 static void print_budget(const struct partition_options *o, const struct ws_part_model *m,
@@ -439,7 +443,7 @@ static void print_budget(const struct partition_options *o, const struct ws_part
            (long long)(r->ort_threshold / 1024), r->ort_accepted, r->ort_nodes);
     if (r->ort_first_rejected >= 0)
         printf(", stops at %s", m->nodes[r->ort_first_rejected].name);
-    printf(": %zu whole layers, %s charged\n", r->ort_layers_whole, b2(r->ort_consumed, b[1]));
+    printf(": whole layers %zu, %s charged\n", r->ort_layers_whole, b2(r->ort_consumed, b[1]));
     print_difference(m, r);
     printf("  session.name_based_layer_assignment = %s%s\n", r->name_rule,
            r->name_rule_exact ? ""
@@ -568,18 +572,18 @@ static json_t *run_json(const struct ws_part_model *m, const struct ws_part_run 
 {
     const struct ws_part_result *r = run->result;
     json_t *rejected = r->ort_first_rejected >= 0 ? ws_json_text(m->nodes[r->ort_first_rejected].name) : json_null();
-    return json_pack("{s:i, s:i, s:I, s:s, s:I, s:I, s:I, s:I, s:I, s:o, s:o, s:{s:I, s:I, s:I, s:I, s:I, s:o, s:I},"
-                     " s:s, s:b, s:s}",
-                     "device", run->costs->view.device, "process", run->costs->view.process, "budget_bytes",
-                     (json_int_t)r->budget, "outside", ws_part_outside_name(r->outside), "layers_fit",
-                     (json_int_t)r->layers_fit, "fixed_bytes", (json_int_t)r->fixed, "used_bytes", (json_int_t)r->used,
-                     "left_bytes", (json_int_t)r->left, "total_bytes", (json_int_t)r->total, "outside_costs",
-                     group_json(&run->costs->outside), "layers", layers_json(m, run), "ort", "threshold_bytes",
-                     (json_int_t)r->ort_threshold, "nodes", (json_int_t)r->ort_nodes, "nodes_accepted",
-                     (json_int_t)r->ort_accepted, "layers_whole", (json_int_t)r->ort_layers_whole, "consumed_bytes",
-                     (json_int_t)r->ort_consumed, "first_rejected", rejected, "gpu_side_bytes",
-                     (json_int_t)r->ort_gpu_side, "name_based_layer_assignment", r->name_rule, "name_rule_exact",
-                     r->name_rule_exact, "resource_cuda_partitioning_settings", r->resource_settings);
+    return json_pack(
+        "{s:i, s:i, s:I, s:s, s:I, s:I, s:I, s:I, s:I, s:o, s:o, s:{s:I, s:I, s:I, s:I, s:I, s:o, s:I, s:I},"
+        " s:s, s:b, s:s}",
+        "device", run->costs->view.device, "process", run->costs->view.process, "budget_bytes", (json_int_t)r->budget,
+        "outside", ws_part_outside_name(r->outside), "layers_fit", (json_int_t)r->layers_fit, "fixed_bytes",
+        (json_int_t)r->fixed, "used_bytes", (json_int_t)r->used, "left_bytes", (json_int_t)r->left, "total_bytes",
+        (json_int_t)r->total, "outside_costs", group_json(&run->costs->outside), "layers", layers_json(m, run), "ort",
+        "threshold_bytes", (json_int_t)r->ort_threshold, "nodes", (json_int_t)r->ort_nodes, "nodes_accepted",
+        (json_int_t)r->ort_accepted, "layers_whole", (json_int_t)r->ort_layers_whole, "consumed_bytes",
+        (json_int_t)r->ort_consumed, "first_rejected", rejected, "gpu_side_bytes", (json_int_t)r->ort_gpu_side,
+        "before_layers_bytes", (json_int_t)r->ort_before_layers, "name_based_layer_assignment", r->name_rule,
+        "name_rule_exact", r->name_rule_exact, "resource_cuda_partitioning_settings", r->resource_settings);
 }
 
 static json_t *rules_json(const struct partition_work *w)

@@ -6,8 +6,9 @@
 # ONNX Runtime's in-process flow, --alloc pattern), report.md (dynamic against planned),
 # arena-report.md (a caching arena against planned), plan.svg (a picture of the layouts: blocks
 # over time and offset, one panel per shape key), dynamic.html (the page of `wstrace view` of the
-# dynamic trace), drop-max-shape.db and drop-envelope.db (the flash-decoding drop), and the outputs
-# of each step (*.txt).  Uses the GPU when one is present, else the simulated device.
+# dynamic trace), drop-max-shape.db and drop-envelope.db (the flash-decoding drop), partition.db,
+# partition.svg and node_stats.csv (how many layers of a larger model fit a budget), and the
+# outputs of each step (*.txt).  Uses the GPU when one is present, else the simulated device.
 # Options: WSK_ARGS overrides the workload configuration.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -17,7 +18,7 @@ build=${WSTRACE_BUILD:-build}
 mkdir -p "$out"
 
 step=0
-steps=11
+steps=12
 say() {
     step=$((step + 1))
     printf '\n\033[1m[%d/%d] %s\033[0m\n' "$step" "$steps" "$*"
@@ -139,3 +140,35 @@ awk '/^## Peak live device bytes/ {on = 1; next} /^## / {on = 0} on' "$out/repor
 "$wstrace" view "$out/dynamic.db" -o "$out/dynamic.html"
 echo "Traces: out/demo/dynamic.db, arena.db, planned.db, pattern.db.  Reports: out/demo/arena-report.md, report.md"
 echo "Open out/demo/dynamic.html in a browser to explore the dynamic trace's memory (wstrace view)."
+
+say "partition: how many layers of a larger model fit a budget; ONNX Runtime's rules and stats file"
+# Eight layers of hidden size 2048 (4-bit weights) and a vocabulary of 8192: 356 MiB of weights, KV
+# cache and embedding, more than either budget below.  Two runs are enough: the costs are per layer.
+big=(--layers 8 --hidden 2048 --heads 16 --head-dim 128 --intermediate 5632 --vocab 8192 --batch 1 --kv-len 256
+    --max-kv-len 256 --runs 2 --l1 envelope)
+rm -f "$out/partition.db"
+"$wstrace" record -o "$out/partition.db" -- "$wsk" "${big[@]}" >"$out/partition-run.txt"
+grep '^persistent bytes' "$out/partition-run.txt"
+"$wstrace" partition "$out/partition.db" --budget 96M,192M --svg "$out/partition.svg" | tee "$out/partition.txt"
+echo
+echo "A rule written for another exporter's names (model.layers.N instead of /model/layers.N/):"
+"$wstrace" partition "$out/partition.db" --budget 192M --rules "cpu(embed_tokens);gpu(model.layers.,lm_head)" \
+    >"$out/partition-rules.txt"
+sed -n '/^rule coverage/,/^warning/p' "$out/partition-rules.txt"
+status=0
+"$wstrace" partition "$out/partition.db" --budget 192M --strict --rules "cpu(embed_tokens);gpu(model.layers.,lm_head)" \
+    >/dev/null 2>&1 || status=$?
+echo "partition --strict with that rule: exit $status"
+[ "$status" = 1 ] || { echo "a rule that matches no node must fail under --strict" >&2; exit 1; }
+echo
+echo "ONNX Runtime's node-stats file from the trace, read back as a profile:"
+"$wstrace" export "$out/partition.db" --format ort-node-stats -o "$out/node_stats.csv" 2>/dev/null
+head -n 4 "$out/node_stats.csv"
+echo "... ($(($(wc -l <"$out/node_stats.csv") - 1)) nodes in out/demo/node_stats.csv)"
+"$wstrace" resolve "$out/partition.db" >"$out/partition-resolve.txt"
+echo "resolve without the file (a trace shows no input tensors):"
+grep -A1 "^ORT's ledger" "$out/partition-resolve.txt"
+"$wstrace" resolve "$out/partition.db" --estimates "$out/node_stats.csv" >"$out/partition-resolve-stats.txt"
+echo "resolve --estimates node_stats.csv (its input_sizes hold each node's weights):"
+grep -A1 "^ORT's ledger" "$out/partition-resolve-stats.txt"
+echo "Picture of the layers against both budgets: out/demo/partition.svg"

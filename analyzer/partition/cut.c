@@ -99,8 +99,12 @@ static int ort_cut(const struct ws_part_model *m, const struct ws_part_costs *c,
     r->ort_nodes = n;
     r->ort_accepted = ws_part_ort_accepts(charge, n, r->ort_threshold, &r->ort_consumed);
     r->ort_first_rejected = r->ort_accepted < n ? part[r->ort_accepted] : -1;
+    int seen_layer = 0;
     for (size_t i = 0; i < n; i++) {
         int32_t layer = m->nodes[part[i]].layer;
+        seen_layer |= layer >= 0;
+        if (!seen_layer)
+            r->ort_before_layers = ws_sat_add(r->ort_before_layers, charge[i]);
         if (layer < 0)
             continue;
         r->layers[layer].ort_cost = ws_sat_add(r->layers[layer].ort_cost, charge[i]);

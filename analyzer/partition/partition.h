@@ -180,6 +180,7 @@ struct ws_part_result {
     size_t ort_nodes, ort_accepted, ort_layers_whole;
     int32_t ort_first_rejected; /* partition node, -1 when every node was accepted */
     int64_t ort_gpu_side;       /* ORT's charges of the nodes the ready rule puts on the device */
+    int64_t ort_before_layers;  /* ORT's charges of the nodes that run before the first layer's */
     /* ready values */
     char *name_rule;         /* session.name_based_layer_assignment */
     int name_rule_exact;     /* 1: the value, matched as ORT matches, places every node as intended */

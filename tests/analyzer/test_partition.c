@@ -208,6 +208,7 @@ Test(partition, ort_node_level_rule_on_the_same_trace)
     cr_expect_eq(r.layers[1].ort_accepted, 1);
     cr_expect_eq(r.layers[1].ort_nodes, 2);
     cr_expect_eq(r.layers_fit, 1);
+    cr_expect_eq(r.ort_before_layers, 1100); /* the embedding runs first: charged before any layer */
     ws_part_result_free(&r);
     cut(&f, 16383, WS_PART_SPREAD, &r);
     cr_expect_eq(r.ort_threshold, 15360);

@@ -122,6 +122,10 @@ def main():
         ("csv", b"node,slot,bytes\n/m/attn,0,1048576\n/m/attn,1,4096\n/m/gelu,output,4194304\n"),
         ("csv-quoted", b'# comment\n\n"/m/a,b",0,1\n"/m/""q""",2,9223372036854775807\n'),
         ("csv-bad", b"node,slot\n/m,x,1\n/m,0,99999999999999999999\n"),
+        ("ort-stats", b"#name,input_sizes,initializers_sizes,total_dynamic_sizes,total_temp_allocations\n"
+                      b"/m/layers.0/attn_13150923440150542951,4000,0,300,96\n\n,1,2,3,4\n#x\nAdd_7, 1 ,0,0,0\r\n"),
+        ("ort-stats-bad", b"#name,input_sizes,initializers_sizes,total_dynamic_sizes,total_temp_allocations\r\n"
+                          b"a,1,2,3\nb,1,2,3,4,5\nc,18446744073709551615,1,1,1\n"),
     ])
 
 
