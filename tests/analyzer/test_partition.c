@@ -568,3 +568,39 @@ Test(partition, svg_and_json)
     cr_expect(strstr(text, "\"first_rejected\": \"/model/layers.1/mlp/MatMul\"") != NULL);
     free(text);
 }
+
+/* Two devices: a 3000 B weight of L1 attn (named after it) on device 1.  Device 1 holds only that:
+ * layer 1's persistent 3000, layer 0 nothing; device 0 is unchanged.  --device 1 keeps one view. */
+Test(partition, one_view_per_device)
+{
+    sqlite3 *db = tb_create(trace, sizeof trace);
+    build_model(db);
+    tb_alloc_on(db, 20, 3000, 1, NONE, 12, NONE, NONE, 1);
+    tb_sql(db, "INSERT INTO allocation_names(allocation_id, name_id, category) VALUES (20, 4, 0)");
+    sqlite3_close(db);
+    struct fixture f;
+    char err[256];
+    open_model(&f, NULL, NULL);
+    struct ws_part_view *views;
+    size_t n;
+    cr_assert_eq(ws_part_views(&f.an, &views, &n, err, sizeof err), 0);
+    cr_assert_eq(n, 2);
+    cr_expect_eq(views[1].device, 1);
+    struct ws_part_costs c1;
+    cr_assert_eq(ws_part_costs_compute(&f.m, views[1], &c1, err, sizeof err), 0);
+    cr_expect_eq(c1.layers[1].persistent, 3000);
+    cr_expect_eq(c1.layers[0].persistent, 0);
+    cr_expect_eq(f.c.layers[1].persistent, 10000);
+    ws_part_costs_free(&c1);
+    free(views);
+    close_model(&f);
+    cr_assert_eq(run_partition(5, trace, "--budget", "1G", "--device", "1"), 0);
+    cr_expect_eq(tb_query(trace, "SELECT COUNT(*) FROM partitions"), 1);
+    cr_expect_eq(tb_query(trace, "SELECT device FROM partitions"), 1);
+    cr_assert_eq(run_partition(3, trace, "--budget", "1G"), 0);
+    cr_expect_eq(tb_query(trace, "SELECT COUNT(*) FROM partitions"), 2);
+    /* on a trace of several devices the rule names the device */
+    cr_expect_eq(tb_query(trace, "SELECT COUNT(*) FROM partitions WHERE device = 1 AND"
+                                 " name_based_layer_assignment LIKE 'gpu:1(%'"),
+                 1);
+}
