@@ -390,13 +390,17 @@ out:
     return found;
 }
 
-/* One plan per shape key (runs without a key form one key): the first run with lifetimes. */
+/* One plan per shape key (runs without a key form one key): the first run with lifetimes.  The runs
+ * come from the lifetimes table, not from `runs`: in a trace without run markers (an import, a
+ * program without wstrace_run_begin) every outermost range is a run, named in lifetimes by that
+ * range's id, and has no `runs` row and no shape key. */
 static int list_plans(struct trace_ctx *t)
 {
     static const char sql[] =
-        "SELECT r.shape_key_id, MIN(r.id), s.value FROM runs r LEFT JOIN strings s ON s.id = r.shape_key_id "
-        "WHERE EXISTS (SELECT 1 FROM lifetimes l WHERE l.run_id = r.id) "
-        "GROUP BY r.shape_key_id ORDER BY MIN(r.id)";
+        "SELECT r.shape_key_id, MIN(l.run_id), s.value "
+        "FROM (SELECT DISTINCT run_id FROM lifetimes WHERE run_id IS NOT NULL) l "
+        "LEFT JOIN runs r ON r.id = l.run_id LEFT JOIN strings s ON s.id = r.shape_key_id "
+        "GROUP BY r.shape_key_id ORDER BY MIN(l.run_id)";
     sqlite3_stmt *st = NULL;
     int rc = -1, step;
     if (sqlite3_prepare_v2(t->db, sql, -1, &st, NULL) != SQLITE_OK) {
