@@ -370,7 +370,7 @@ static int ort_line(struct csv_ctx *c, char *line)
             return -1;
         }
     char *alias = ort_alias(f[0]);
-    int64_t input = v[0] + v[1] < v[0] ? INT64_MAX : v[0] + v[1]; /* ORT charges the sum */
+    int64_t input = v[1] > INT64_MAX - v[0] ? INT64_MAX : v[0] + v[1]; /* ORT charges the sum (both >= 0) */
     int rc = estimate_add_alias(c->est, &c->cap, f[0], alias, WS_EST_INPUT, -1, input) ||
              estimate_add_alias(c->est, &c->cap, f[0], alias, WS_EST_DYNAMIC, -1, v[2]) ||
              estimate_add_alias(c->est, &c->cap, f[0], alias, WS_EST_TEMP, -1, v[3]);
