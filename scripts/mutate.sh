@@ -93,9 +93,10 @@ for f in files:
             same = y.read() == data
     except OSError:
         same = False
-    if not same:
+    if not same:  # a fresh time, newer than any object built from the copy's earlier text
         os.makedirs(os.path.dirname(b), exist_ok=True)
-        shutil.copy2(a, b)
+        shutil.copyfile(a, b)
+        shutil.copymode(a, b)
 for dirpath, _, fnames in os.walk(src):
     for n in fnames:
         rel = os.path.relpath(os.path.join(dirpath, n), src)

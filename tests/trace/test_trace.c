@@ -841,11 +841,8 @@ Test(trace, collect_zero_leaves_the_spool_keep_spool_keeps_it)
 }
 
 /* A relative WSTRACE_OUTPUT names a file in the folder the program started in, even when the
- * program changes folder before it exits.
- * This test shows a bug in libtrace/tracer.c (read_config/ws_tracer_stop): the relative
- * spool and trace paths are resolved again at exit, in the new working folder, so the
- * collection fails ("t.db.spool: No such file or directory"), no trace is written and the spool
- * is left behind.  Fix: make the output path absolute (getcwd) in read_config. */
+ * program changes folder before it exits: the tracer makes the path absolute when it starts, so
+ * the collection at exit finds the spool and writes the trace there, leaving no spool behind. */
 Test(trace, relative_output_survives_chdir)
 {
     cr_assert_eq(chdir(tu_dir()), 0); /* each test runs in its own process */
