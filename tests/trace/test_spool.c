@@ -375,38 +375,40 @@ Test(spool, records_beyond_the_end_of_a_cut_file_are_not_read)
     }
 }
 
+/* ws_spool_open refuses path with one line that names the file and says why (`because`). */
+static void expect_spool_refused(const char *path, const char *because)
+{
+    char err[512] = "";
+    struct ws_spool s;
+    cr_expect_eq(ws_spool_open(path, &s, err, sizeof err), -1, "%s was opened", path);
+    cr_expect_eq(strncmp(err, path, strlen(path)), 0, "the message names the file: '%s'", err);
+    cr_expect_not_null(strstr(err, because), "'%s' does not say '%s'", err, because);
+    cr_expect_null(strchr(err, '\n'), "one line: '%s'", err);
+}
+
 Test(spool, refuses_what_is_not_a_spool)
 {
-    char path[512], err[512];
-    struct ws_spool s;
+    char path[512];
     tu_path(path, sizeof path, "missing.spool");
-    err[0] = 0;
-    cr_expect_eq(ws_spool_open(path, &s, err, sizeof err), -1);
-    cr_expect_str_not_empty(err);
+    expect_spool_refused(path, "No such file or directory");
 
     struct spool_builder b;
     sb_init(&b, 1);
     memcpy(sb_header(&b)->magic, "NOTSPOOL", 8);
     tu_path(path, sizeof path, "magic.spool");
     sb_write(&b, path, 0);
-    err[0] = 0;
-    cr_expect_eq(ws_spool_open(path, &s, err, sizeof err), -1);
-    cr_expect_str_not_empty(err);
+    expect_spool_refused(path, "not a wstrace spool");
 
     sb_init(&b, 1);
     sb_header(&b)->version = WS_SPOOL_VERSION + 1;
     tu_path(path, sizeof path, "version.spool");
     sb_write(&b, path, 0);
-    err[0] = 0;
-    cr_expect_eq(ws_spool_open(path, &s, err, sizeof err), -1);
-    cr_expect_str_not_empty(err);
+    expect_spool_refused(path, "is not supported");
 
     sb_init(&b, 1);
     tu_path(path, sizeof path, "short.spool");
     sb_write(&b, path, WS_SPOOL_HEADER_BYTES - 1);
-    err[0] = 0;
-    cr_expect_eq(ws_spool_open(path, &s, err, sizeof err), -1);
-    cr_expect_str_not_empty(err);
+    expect_spool_refused(path, "too short");
 }
 
 /* ---- collector: allocations paired with frees ------------------------------------------------ */
