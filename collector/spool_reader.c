@@ -110,10 +110,8 @@ static const struct ws_rec *peek_at(struct ws_spool *s, const struct ws_spool_th
     while (*chunk_at < t->nchunks) {
         const struct ws_chunk_header *c = t->chunks[*chunk_at];
         if (*rec_at == 0) {
-            uint32_t cut;
+            uint32_t cut; /* counted once per chunk, when the spool is opened */
             *committed = chunk_readable(s, c, &cut);
-            if (count)
-                s->corrupt_records += cut;
         }
         if (*rec_at < *committed) {
             const struct ws_rec *r = (const struct ws_rec *)(c + 1) + *rec_at;
@@ -203,6 +201,13 @@ int ws_spool_open(const char *path, struct ws_spool *s, char *err, size_t errlen
         snprintf(err, errlen, "%s: out of memory while indexing the spool", path);
         goto fail;
     }
+    /* Committed records that a cut took: counted here, once (a chunk's head is peeked many times). */
+    for (size_t i = 0; i < s->nthreads; i++)
+        for (size_t k = 0; k < s->threads[i].nchunks; k++) {
+            uint32_t cut;
+            chunk_readable(s, s->threads[i].chunks[k], &cut);
+            s->corrupt_records += cut;
+        }
     for (size_t i = 0; i < s->nthreads; i++)
         if (thread_peek(s, &s->threads[i]))
             s->heap[s->heap_len++] = i;

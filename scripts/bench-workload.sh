@@ -9,7 +9,8 @@
 #   pattern  ONNX Runtime's in-process flow: the first run allocates on the fly and is planned in
 #            process, the later ones take its blocks (--alloc pattern)
 # Usage: scripts/bench-workload.sh [BUILD_DIR]   (default: build; needs bin/wstrace, bin/wsk, sqlite3)
-# WSTRACE_BENCH_QUICK=1 leaves out the longest prompts (256 tokens).
+# WSTRACE_BENCH_QUICK=1 leaves out the longest prompts (256 tokens); WSTRACE_BENCH_PREFILL=0 leaves
+# out the prompts (prefill) altogether (scripts/check-figures.sh checks the first table that way).
 # Output: Markdown tables on stdout; traces are kept in a temporary folder removed at exit.
 set -euo pipefail
 build=${1:-build}
@@ -130,6 +131,8 @@ prefill_row() { # prefill_row SEQ BATCH
         "$(calls_per_run "$dir/plan.db") / $(calls_per_run "$dir/pattern.db") |" \
         "$(meta "$dir/plan.db" plan_fallbacks) / $(meta "$dir/pattern.db" plan_fallbacks) | $parity |"
 }
+
+[ "${WSTRACE_BENCH_PREFILL:-1}" = 0 ] && exit 0
 
 # Mistral 7B's shapes (hidden 4096, 32 heads over 8 KV heads of 128, MLP 14,336, vocabulary 32,000)
 # with one layer, so that the simulated device runs a prompt of 2,048 rows in seconds; first prompts

@@ -3,19 +3,24 @@
 # Sections: hooks collector planner analysis view workload merge (default: all).  Output: Markdown on stdout,
 # also saved to out/bench/<section>.md.  Figures are instruction counts (callgrind) or ratios
 # measured side by side in one run, so they can be compared across machines.
+#   WSTRACE_BENCH_BUILD    build folder, absolute or relative to the repository (default build-bench;
+#                          configured Release without nvcc, and brought up to date first)
+#   WSTRACE_BENCH_REBUILD  0: use the build folder as it is when it has bin/wstrace
+#   WSTRACE_BENCH_OUT      where the section tables are saved (default out/bench)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
 build=${WSTRACE_BENCH_BUILD:-build-bench}
-out=$root/out/bench
+case $build in /*) ;; *) build=$root/$build ;; esac
+out=${WSTRACE_BENCH_OUT:-$root/out/bench}
 mkdir -p "$out"
 scripts/bootstrap.sh
 if [ ! -x "$build/bin/wstrace" ] || [ "${WSTRACE_BENCH_REBUILD:-1}" = 1 ]; then
     cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DWSTRACE_CUDA=OFF >/dev/null
     cmake --build "$build" -j"$(nproc)" >/dev/null
 fi
-bin=$root/$build/bin
-lib=$root/$build/lib
+bin=$build/bin
+lib=$build/lib
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 

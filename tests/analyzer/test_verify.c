@@ -387,6 +387,12 @@ Test(verify, matching_is_best_fit_in_time_order)
     cr_expect_eq(m[3].target, -1);
     for (int i = 0; i < 4; i++)
         cr_expect_eq(m[i].overflow, 0, "allocation %d", i);
+    /* The smallest, not the first, target that fits: 90 -> slot 1 (100 < 600, 768, 1536), then
+     * 600 -> A (600 < 768).  First fit would have given 90 -> A and 600 -> B. */
+    int64_t small_first[] = {90, 600};
+    ws_match(t, 4, small_first, 2, taken, m);
+    cr_expect_eq(m[0].target, 3);
+    cr_expect_eq(m[1].target, 0);
     /* 2000 fits nothing: it takes the first open target (A) and overflows it */
     int64_t big[] = {2000};
     ws_match(t, 4, big, 1, taken, m);

@@ -56,15 +56,14 @@ static int run_plan_json(int argc, char **argv, json_t **out)
     return rc;
 }
 
-/* The sanitizer builds skip the large files: they only repeat what the plain build checks. */
+/* Every build plans every file; WS_TEST_QUICK=1 (by hand, never by scripts/test.sh) keeps only the
+ * smallest, and says so. */
 static int skip_large(const char *name)
 {
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-    (void)name;
-    return 1;
-#else
-    return getenv("WS_TEST_QUICK") != NULL && strcmp(name, "somas_non_existent.csv") != 0;
-#endif
+    int quick = getenv("WS_TEST_QUICK") != NULL && strcmp(name, "somas_non_existent.csv") != 0;
+    if (quick)
+        fprintf(stderr, "WS_TEST_QUICK: %s left out\n", name);
+    return quick;
 }
 
 Test(cmd_plan, shared_problem_files, .timeout = 600)
@@ -95,13 +94,11 @@ Test(cmd_plan, shared_problem_files, .timeout = 600)
         cr_expect(json_is_true(json_object_get(j, "valid")), "%s", in);
         cr_expect_geq(peak, lb, "%s", in);
         cr_expect_gt(lb, 0, "%s", in);
-        cr_expect(json_is_string(json_object_get(j, "algorithm")));
         json_int_t lower = json_integer_value(json_object_get(j, "lower_bound_bytes"));
         cr_expect_geq(lower, lb, "%s", in);
         cr_expect_leq(lower, peak, "%s", in);
         cr_expect_eq(json_integer_value(json_object_get(j, "gap_bytes")), peak - lower, "%s", in);
         cr_expect_eq(json_is_true(json_object_get(j, "optimal")), peak == lower, "%s", in);
-        cr_expect(json_is_number(json_object_get(j, "seconds")));
         /* The written solution is the input plus offsets, and it is a valid layout. */
         struct ws_problem pr, sol;
         char err[512];

@@ -25,6 +25,12 @@ Test(sim_dropin, real_cudart_program_runs_on_the_simulated_device)
     expect_runs_on_simulated_device(WS_BUILD_DIR "/tests/sim_dropin_probe");
 }
 
+/* Built only with nvcc (WSTRACE_HAVE_NVCC); without it the test is reported as skipped. */
+Test(sim_dropin, nvcc_built_program_runs_on_the_simulated_device)
+{
 #ifdef WSSIM_NVCC_PROBE
-Test(sim_dropin, nvcc_built_program_runs_on_the_simulated_device) { expect_runs_on_simulated_device(WSSIM_NVCC_PROBE); }
+    expect_runs_on_simulated_device(WSSIM_NVCC_PROBE);
+#else
+    cr_skip_test("nvcc was not found when this build was configured: no nvcc-built program to run");
 #endif
+}

@@ -262,38 +262,153 @@ Test(spool, only_claimed_and_present_chunks_are_read)
     ws_spool_close(&s);
 }
 
+/* Read every record of a spool: their times in out (up to max), the count returned. */
+static size_t read_all(const char *path, uint64_t *out, size_t max, uint64_t *corrupt)
+{
+    struct ws_spool s;
+    open_spool(path, &s);
+    size_t thread, n = 0;
+    const struct ws_rec *r;
+    while ((r = ws_spool_next(&s, &thread)) != NULL) {
+        if (n < max)
+            out[n] = r->ns;
+        n++;
+    }
+    *corrupt = s.corrupt_records;
+    ws_spool_close(&s);
+    return n;
+}
+
+/*
+ * A committed count larger than the chunk holds (a damaged or hostile spool): only the chunk's
+ * WS_CHUNK_RECS records are read, never the next chunk's header or records as if they were more of
+ * this one.  Chunk 0 of thread 1 is full (times 1..WS_CHUNK_RECS) and claims 9 records more; chunk
+ * 1 (thread 1's next) holds 2 records.  Expected: WS_CHUNK_RECS + 2 records in time order, none
+ * counted corrupt (the excess names no record at all).
+ */
+Test(spool, a_committed_count_above_the_capacity_is_clamped)
+{
+    struct spool_builder b;
+    sb_init(&b, 2);
+    sb_chunk_init(&b, 0, 1, 0, 1);
+    for (uint32_t i = 0; i < WS_CHUNK_RECS; i++)
+        sb_rec(&b, 0, WS_REC_ALLOC, 1 + i, NULL);
+    sb_chunk(&b, 0)->committed = WS_CHUNK_RECS + 9;
+    sb_chunk_init(&b, 1, 1, 1, 1);
+    sb_rec(&b, 1, WS_REC_ALLOC, WS_CHUNK_RECS + 1, NULL);
+    sb_rec(&b, 1, WS_REC_FREE, WS_CHUNK_RECS + 2, NULL);
+    sb_commit_all(&b, 1);
+    char path[512];
+    tu_path(path, sizeof path, "oversized.spool");
+    sb_write(&b, path, 0);
+    static uint64_t ns[WS_CHUNK_RECS + 16];
+    uint64_t corrupt;
+    size_t n = read_all(path, ns, sizeof ns / sizeof ns[0], &corrupt);
+    cr_expect_eq(n, WS_CHUNK_RECS + 2);
+    for (size_t i = 0; i < n && i < WS_CHUNK_RECS + 2; i++)
+        cr_assert_eq(ns[i], i + 1, "record %zu", i);
+    cr_expect_eq(corrupt, 0);
+}
+
+/*
+ * A record whose string runs past the committed records is not whole: it is not handed on, and the
+ * rest of its chunk is distrusted.  Thread 1: A (time 10), then B carrying a 150-byte name (1 + 3
+ * records), committed = 3, so B's last string record is not committed.  Thread 2: C (time 20),
+ * then D whose ext claims 60000 records (far beyond the chunk), all committed.  Expected: A and C
+ * only; corrupt = 2 (B's committed records) + 2 (D and the record after it) = 4.
+ */
+Test(spool, a_string_running_past_the_committed_records_is_not_read)
+{
+    char name[151];
+    memset(name, 'n', 150);
+    name[150] = 0;
+    struct spool_builder b;
+    sb_init(&b, 2);
+    sb_chunk_init(&b, 0, 1, 0, 1);
+    sb_rec(&b, 0, WS_REC_ALLOC, 10, NULL);
+    sb_rec(&b, 0, WS_REC_PUSH, 30, name);
+    sb_chunk(&b, 0)->committed = 3;
+    sb_chunk_init(&b, 1, 2, 0, 1);
+    sb_rec(&b, 1, WS_REC_ALLOC, 20, NULL);
+    sb_rec(&b, 1, WS_REC_PUSH, 40, "x")->ext = 60000;
+    sb_rec(&b, 1, WS_REC_ALLOC, 50, NULL);
+    sb_chunk(&b, 1)->committed = 3;
+    char path[512];
+    tu_path(path, sizeof path, "overrun.spool");
+    sb_write(&b, path, 0);
+    uint64_t ns[8], corrupt;
+    size_t n = read_all(path, ns, 8, &corrupt);
+    cr_assert_eq(n, 2);
+    cr_expect(ns[0] == 10 && ns[1] == 20, "%llu %llu", (unsigned long long)ns[0], (unsigned long long)ns[1]);
+    cr_expect_eq(corrupt, 4);
+}
+
+/*
+ * A file cut inside a record (the page that held the rest never reached the disk): 20 records
+ * committed, the file ends in the middle of the 11th.  Its first bytes (type, time) are in the
+ * file, yet it is torn: 10 records are read, the 10 committed records the cut took are counted.
+ * Then 20 records and a name of 66 bytes (head 20, string 21 and 22; 23 committed), the file cut
+ * inside record 21: 20 records are read; counted are the 2 the cut took and the head whose string
+ * is not whole (3).
+ */
+Test(spool, records_beyond_the_end_of_a_cut_file_are_not_read)
+{
+    for (int with_string = 0; with_string <= 1; with_string++) {
+        struct spool_builder b;
+        sb_init(&b, 1);
+        sb_chunk_init(&b, 0, 1, 0, 1);
+        for (int i = 0; i < 20; i++)
+            sb_rec(&b, 0, WS_REC_ALLOC, 1 + (uint64_t)i, NULL);
+        if (with_string) /* records 20 (head), 21 and 22 (its string); the cut falls inside 21 */
+            sb_rec(&b, 0, WS_REC_PUSH, 100, "a name of more than sixty-four bytes, so that it takes two records");
+        sb_commit_all(&b, 0);
+        char path[512];
+        tu_path(path, sizeof path, "cut.spool");
+        size_t whole = with_string ? 21 : 10;
+        sb_write(&b, path, WS_SPOOL_HEADER_BYTES + WS_REC_BYTES /* chunk header */ + whole * WS_REC_BYTES + 24);
+        uint64_t ns[32], corrupt;
+        size_t n = read_all(path, ns, 32, &corrupt);
+        cr_expect_eq(n, with_string ? 20 : 10, "with_string %d", with_string);
+        cr_expect_eq(corrupt, with_string ? 3 : 10, "with_string %d: corrupt %llu", with_string, (unsigned long long)corrupt);
+        for (size_t i = 0; i < n && i < 32; i++)
+            cr_expect_eq(ns[i], i + 1);
+    }
+}
+
+/* ws_spool_open refuses path with one line that names the file and says why (`because`). */
+static void expect_spool_refused(const char *path, const char *because)
+{
+    char err[512] = "";
+    struct ws_spool s;
+    cr_expect_eq(ws_spool_open(path, &s, err, sizeof err), -1, "%s was opened", path);
+    cr_expect_eq(strncmp(err, path, strlen(path)), 0, "the message names the file: '%s'", err);
+    cr_expect_not_null(strstr(err, because), "'%s' does not say '%s'", err, because);
+    cr_expect_null(strchr(err, '\n'), "one line: '%s'", err);
+}
+
 Test(spool, refuses_what_is_not_a_spool)
 {
-    char path[512], err[512];
-    struct ws_spool s;
+    char path[512];
     tu_path(path, sizeof path, "missing.spool");
-    err[0] = 0;
-    cr_expect_eq(ws_spool_open(path, &s, err, sizeof err), -1);
-    cr_expect_str_not_empty(err);
+    expect_spool_refused(path, "No such file or directory");
 
     struct spool_builder b;
     sb_init(&b, 1);
     memcpy(sb_header(&b)->magic, "NOTSPOOL", 8);
     tu_path(path, sizeof path, "magic.spool");
     sb_write(&b, path, 0);
-    err[0] = 0;
-    cr_expect_eq(ws_spool_open(path, &s, err, sizeof err), -1);
-    cr_expect_str_not_empty(err);
+    expect_spool_refused(path, "not a wstrace spool");
 
     sb_init(&b, 1);
     sb_header(&b)->version = WS_SPOOL_VERSION + 1;
     tu_path(path, sizeof path, "version.spool");
     sb_write(&b, path, 0);
-    err[0] = 0;
-    cr_expect_eq(ws_spool_open(path, &s, err, sizeof err), -1);
-    cr_expect_str_not_empty(err);
+    expect_spool_refused(path, "is not supported");
 
     sb_init(&b, 1);
     tu_path(path, sizeof path, "short.spool");
     sb_write(&b, path, WS_SPOOL_HEADER_BYTES - 1);
-    err[0] = 0;
-    cr_expect_eq(ws_spool_open(path, &s, err, sizeof err), -1);
-    cr_expect_str_not_empty(err);
+    expect_spool_refused(path, "too short");
 }
 
 /* ---- collector: allocations paired with frees ------------------------------------------------ */
@@ -386,6 +501,42 @@ Test(pairing, address_reuse_pairs_each_free_with_the_latest_allocation)
     cr_expect_eq(tu_int(db, "SELECT value FROM meta WHERE key='clean_exit'"), 0, "end_ns is 0: the process died");
     cr_expect_eq(tu_int(db, "SELECT value FROM meta WHERE key='pid'"), 4321);
     cr_expect_eq(tu_int(db, "SELECT COUNT(*) FROM threads"), 2);
+    sqlite3_close(db);
+}
+
+/*
+ * A free that failed freed nothing: the allocation stays live until a free that succeeds.  A at X
+ * (100); a cudaFree(X) at 200 that returned error 1 (cudaErrorInvalidValue); the real free at
+ * 300.  Expected: one allocation, freed at 300; the failed call is a row of api_errors (status 1,
+ * address X, time 200), and it closes nothing.  Also a failed free of a live zero-byte request's
+ * NULL address is never paired: B (0 bytes, NULL) at 400, a successful allocation C at Y at 500 and
+ * its free at 600.
+ */
+Test(pairing, a_failed_free_closes_nothing)
+{
+    struct spool_builder b;
+    sb_init(&b, 1);
+    sb_chunk_init(&b, 0, 1, 0, 1);
+    alloc_rec(&b, 0, 100, ADDR_X, 10, 0);
+    free_rec(&b, 0, 200, ADDR_X);
+    ((struct ws_rec *)(sb_chunk(&b, 0) + 1))[1].status = 1; /* the free at 200 failed */
+    free_rec(&b, 0, 300, ADDR_X);
+    struct ws_rec *zero = sb_rec(&b, 0, WS_REC_ALLOC, 400, NULL); /* cudaMalloc(&p, 0): success, NULL */
+    zero->api = WS_API_cudaMalloc;
+    zero->u[4] = (uint64_t)WS_MEM_DEVICE << 32;
+    alloc_rec(&b, 0, 500, ADDR_Y, 30, 0);
+    free_rec(&b, 0, 600, ADDR_Y);
+    sb_commit_all(&b, 0);
+    char db_path[512];
+    sqlite3 *db = collect(&b, db_path, sizeof db_path);
+    cr_expect_eq(tu_int(db, "SELECT COUNT(*) FROM allocations"), 3);
+    cr_expect_eq(tu_int(db, "SELECT free_ns FROM allocations WHERE alloc_ns = 100"), 300);
+    cr_expect_eq(tu_int(db, "SELECT COUNT(*) FROM api_errors"), 1);
+    cr_expect_eq(tu_int(db, "SELECT status FROM api_errors"), 1);
+    cr_expect_eq(tu_int(db, "SELECT address FROM api_errors"), (long long)ADDR_X);
+    cr_expect_eq(tu_int(db, "SELECT ns FROM api_errors"), 200);
+    cr_expect_eq(tu_int(db, "SELECT free_ns FROM allocations WHERE alloc_ns = 400"), TU_NULL);
+    cr_expect_eq(tu_int(db, "SELECT free_ns FROM allocations WHERE alloc_ns = 500"), 600);
     sqlite3_close(db);
 }
 

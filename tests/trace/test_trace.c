@@ -841,11 +841,8 @@ Test(trace, collect_zero_leaves_the_spool_keep_spool_keeps_it)
 }
 
 /* A relative WSTRACE_OUTPUT names a file in the folder the program started in, even when the
- * program changes folder before it exits.
- * This test shows a bug in libtrace/tracer.c (read_config/ws_tracer_stop): the relative
- * spool and trace paths are resolved again at exit, in the new working folder, so the
- * collection fails ("t.db.spool: No such file or directory"), no trace is written and the spool
- * is left behind.  Fix: make the output path absolute (getcwd) in read_config. */
+ * program changes folder before it exits: the tracer makes the path absolute when it starts, so
+ * the collection at exit finds the spool and writes the trace there, leaving no spool behind. */
 Test(trace, relative_output_survives_chdir)
 {
     cr_assert_eq(chdir(tu_dir()), 0); /* each test runs in its own process */
@@ -888,60 +885,280 @@ Test(trace, nvcc_launch_path_named_by_registration)
 
 /* ---- schema/README.md example queries ------------------------------------------------------- */
 
-Test(trace, schema_readme_example_queries_run)
+/*
+ * Every query of the "Example queries" section runs on traces of programs that make what it asks
+ * about, and its result is checked against what those programs did (derived from their source in
+ * the comments below, or printed by them as key=value lines).  A query without an expected result
+ * here, or an expected result whose query is gone, fails the test.
+ */
+enum { SQ_EXPLICIT, SQ_APIS, SQ_DOMAINS, SQ_ATTRIBUTES, SQ_MEMORY, SQ_GRAPHS, SQ_TRACES };
+
+struct sq_result {
+    char **rows; /* each row's columns joined with '|', NULL as the empty string */
+    size_t n;
+};
+
+static void sq_run(sqlite3 *db, const char *sql, struct sq_result *res)
 {
+    memset(res, 0, sizeof *res);
+    while (sql && *sql) {
+        sqlite3_stmt *st = NULL;
+        const char *tail = NULL;
+        cr_assert_eq(sqlite3_prepare_v2(db, sql, -1, &st, &tail), SQLITE_OK, "%s\n%s", sqlite3_errmsg(db), sql);
+        if (!st)
+            break;
+        int rc;
+        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+            char row[2048] = "";
+            size_t len = 0;
+            for (int c = 0; c < sqlite3_column_count(st); c++) {
+                const char *v = (const char *)sqlite3_column_text(st, c);
+                len += (size_t)snprintf(row + len, sizeof row - len, "%s%s", c ? "|" : "", v ? v : "");
+                if (len >= sizeof row)
+                    len = sizeof row - 1;
+            }
+            res->rows = realloc(res->rows, (res->n + 1) * sizeof *res->rows);
+            res->rows[res->n++] = strdup(row);
+        }
+        cr_assert_eq(rc, SQLITE_DONE, "%s\n%s", sqlite3_errmsg(db), sql);
+        sqlite3_finalize(st);
+        sql = tail;
+    }
+}
+
+static void sq_free(struct sq_result *res)
+{
+    for (size_t i = 0; i < res->n; i++)
+        free(res->rows[i]);
+    free(res->rows);
+}
+
+static int sq_has(const struct sq_result *res, const char *row)
+{
+    for (size_t i = 0; i < res->n; i++)
+        if (strcmp(res->rows[i], row) == 0)
+            return 1;
+    return 0;
+}
+
+/* The integer column `col` (0-based) of a row. */
+static long long sq_col(const char *row, int col)
+{
+    const char *p = row;
+    for (int c = 0; c < col && p; c++) {
+        p = strchr(p, '|');
+        p = p ? p + 1 : NULL;
+    }
+    cr_assert_not_null(p, "row '%s' has no column %d", row, col);
+    return strtoll(p, NULL, 10);
+}
+
+static void sq_expect_rows(const struct sq_result *res, size_t n, const char *what)
+{
+    cr_expect_eq(res->n, n, "%s: %zu rows, expected %zu%s%s", what, res->n, n, res->n ? "; first: " : "",
+                 res->n ? res->rows[0] : "");
+}
+
+/* Checks the result of the query captioned `caption`; returns 0 when there is no such caption. */
+static int sq_check(const char *caption, sqlite3 *const db[SQ_TRACES], const char *const out[SQ_TRACES],
+                    const char *sql)
+{
+    struct sq_result r;
+    char want[512];
+    if (strstr(caption, "What each graph launch ran")) {
+        /* graph_prog memnodes 2 3: the graph with a memory node launched 2 times, the captured one
+         * 3 times; each launch runs one kernel, one allocation and one free. */
+        sq_run(db[SQ_GRAPHS], sql, &r);
+        sq_expect_rows(&r, 2, caption);
+        for (int k = 0; k < 2; k++) {
+            long long n = tu_kv(out[SQ_GRAPHS], k ? "captured_launches" : "explicit_launches");
+            int found = 0;
+            for (size_t i = 0; i < r.n; i++)
+                found += sq_col(r.rows[i], 2) == k && sq_col(r.rows[i], 3) == n && sq_col(r.rows[i], 4) == n &&
+                         sq_col(r.rows[i], 5) == n && sq_col(r.rows[i], 6) == n;
+            cr_expect_eq(found, 1, "%s: the %s graph", caption, k ? "captured" : "explicit");
+        }
+        sq_free(&r);
+        /* trace_prog apis: one empty graph, instantiated once and launched once. */
+        sq_run(db[SQ_APIS], sql, &r);
+        sq_expect_rows(&r, 1, caption);
+        cr_expect(r.n == 1 && strcmp(r.rows[0], "1|cudaGraphInstantiate|0|1|0|0|0") == 0, "%s: %s", caption,
+                  r.n ? r.rows[0] : "");
+    } else if (strstr(caption, "Calls that stream capture recorded")) {
+        /* graph_prog memnodes: one global-mode capture of cudaMallocAsync (captured_bytes), a
+         * kernel and cudaFreeAsync, ended normally. */
+        sq_run(db[SQ_GRAPHS], sql, &r);
+        sq_expect_rows(&r, 3, caption);
+        snprintf(want, sizeof want, "1|global|0|allocation|1|%lld", tu_kv(out[SQ_GRAPHS], "captured_bytes"));
+        cr_expect(sq_has(&r, want), "%s: no row %s", caption, want);
+        cr_expect(sq_has(&r, "1|global|0|free|1|0") && sq_has(&r, "1|global|0|kernel|1|0"), "%s", caption);
+    } else if (strstr(caption, "What each memory pool reserved")) {
+        /* trace_prog apis: cudaMallocAsync (2000 bytes) and cudaMallocFromPoolAsync (3000) on the
+         * device's default pool: one pool, two allocations; it reserved at least what was used,
+         * and the first allocation (2000 bytes, which made it reserve memory) was sampled. */
+        sq_run(db[SQ_APIS], sql, &r);
+        sq_expect_rows(&r, 1, caption);
+        if (r.n == 1) {
+            cr_expect_eq(sq_col(r.rows[0], 5), 2, "%s: %s", caption, r.rows[0]);
+            cr_expect_geq(sq_col(r.rows[0], 3), sq_col(r.rows[0], 4), "%s: %s", caption, r.rows[0]);
+            cr_expect_geq(sq_col(r.rows[0], 4), 2000, "%s: %s", caption, r.rows[0]);
+            cr_expect_not_null(strstr(r.rows[0], "|device|"), "%s: %s", caption, r.rows[0]);
+        }
+    } else if (strstr(caption, "Peak live device bytes per device")) {
+        /* trace_prog explicit: the 4 workers hold 3 x (1000 + i) + (10 + i) bytes each at their
+         * barrier, 12,064 in all; the runs before them hold at most 3,072 + 64. */
+        sq_run(db[SQ_EXPLICIT], sql, &r);
+        sq_expect_rows(&r, 1, caption);
+        cr_expect(sq_has(&r, "0|12064"), "%s: %s", caption, r.n ? r.rows[0] : "");
+    } else if (strstr(caption, "Peak live device bytes of each process")) {
+        sq_run(db[SQ_EXPLICIT], sql, &r); /* the same, one process, traced by the tracer */
+        sq_expect_rows(&r, 1, caption);
+        if (r.n == 1) {
+            cr_expect_eq(sq_col(r.rows[0], 0), 1);
+            cr_expect_eq(sq_col(r.rows[0], 4), 12064, "%s: %s", caption, r.rows[0]);
+        }
+    } else if (strstr(caption, "Nodes that allocate the most device memory")) {
+        /* trace_prog explicit: /model/layer0 allocates 1024 + 2048 + 3072 in its 3 runs,
+         * /model/matmul 3 x 64, /worker/i 3 x (1000 + i), /worker/i/inner 10 + i: 10 nodes, the
+         * largest first, no launches. */
+        sq_run(db[SQ_EXPLICIT], sql, &r);
+        sq_expect_rows(&r, 10, caption);
+        cr_expect(r.n > 1 && strcmp(r.rows[0], "/model/layer0|3|6144|0") == 0 &&
+                      strcmp(r.rows[1], "/worker/3|3|3009|0") == 0,
+                  "%s: %s, %s", caption, r.n ? r.rows[0] : "", r.n > 1 ? r.rows[1] : "");
+        cr_expect(sq_has(&r, "/model/matmul|3|192|0") && sq_has(&r, "/worker/0/inner|1|10|0"), "%s", caption);
+    } else if (strstr(caption, "Allocations that were never freed")) {
+        sq_run(db[SQ_APIS], sql, &r); /* trace_prog apis: 7,000 bytes never freed, outside every node */
+        sq_expect_rows(&r, 1, caption);
+        cr_expect(r.n == 1 && strstr(r.rows[0], "|cudaMalloc|7000|") != NULL, "%s: %s", caption, r.n ? r.rows[0] : "");
+        sq_free(&r);
+        sq_run(db[SQ_EXPLICIT], sql, &r); /* explicit frees everything it allocates */
+        sq_expect_rows(&r, 0, caption);
+    } else if (strstr(caption, "Failed calls with their error codes")) {
+        /* trace_prog apis: cudaFree of an address never allocated, with the status it printed */
+        sq_run(db[SQ_APIS], sql, &r);
+        sq_expect_rows(&r, 1, caption);
+        snprintf(want, sizeof want, "cudaFree|%lld|", tu_kv(out[SQ_APIS], "bad_free"));
+        cr_expect(sq_has(&r, want), "%s: %s, expected %s", caption, r.n ? r.rows[0] : "", want);
+    } else if (strstr(caption, "Kernel launches per node and kernel")) {
+        /* trace_prog apis: trace_kernel_scale 3 times, trace_kernel_shift and trace_kernel_coop
+         * once each, one graph launch (no kernel name), all outside nodes: 6 launches. */
+        sq_run(db[SQ_APIS], sql, &r);
+        sq_expect_rows(&r, 4, caption);
+        long long total = 0;
+        for (size_t i = 0; i < r.n; i++)
+            total += sq_col(r.rows[i], 2);
+        cr_expect_eq(total, 6, "%s", caption);
+        cr_expect(sq_has(&r, "|trace_kernel_scale|3") && sq_has(&r, "|trace_kernel_shift|1") &&
+                      sq_has(&r, "|trace_kernel_coop|1"),
+                  "%s", caption);
+    } else if (strstr(caption, "Level-1 estimate next to Level-2 declaration")) {
+        /* trace_prog explicit: Level 1 of /model/matmul slot 0 is 1,048,576; run 0 declares slot 0
+         * 786,432 and slot 1 4,096 (slot 1 has no Level 1). */
+        sq_run(db[SQ_EXPLICIT], sql, &r);
+        sq_expect_rows(&r, 2, caption);
+        cr_expect(sq_has(&r, "/model/matmul|0|1048576|786432") && sq_has(&r, "/model/matmul|1||4096"), "%s",
+                  caption);
+    } else if (strstr(caption, "NVTX ranges with their category names")) {
+        sq_run(db[SQ_ATTRIBUTES], sql, &r); /* nvtx_prog attributes: the ranges it gave attributes */
+        sq_expect_rows(&r, (size_t)tu_kv(out[SQ_ATTRIBUTES], "attribute_ranges"), caption);
+    } else if (strstr(caption, "Memory held from CUDA next to memory in use")) {
+        /* nvtx_prog memory: "my-heap" (1 MiB) holds regions A (1,000, resized to 3,000), B, C, D;
+         * an unnamed heap of 4,096 bytes inside a second allocation holds E (256). */
+        sq_run(db[SQ_MEMORY], sql, &r);
+        sq_expect_rows(&r, 2, caption);
+        cr_expect(sq_has(&r, "1|my-heap|1048576|4|3000") && sq_has(&r, "2||4096|1|256"), "%s: %s", caption,
+                  r.n ? r.rows[0] : "");
+    } else if (strstr(caption, "Pops that closed nothing")) {
+        /* nvtx_prog domains: the pops that closed nothing, counted by the program */
+        sq_run(db[SQ_DOMAINS], sql, &r);
+        long long total = 0;
+        for (size_t i = 0; i < r.n; i++)
+            total += sq_col(r.rows[i], 2);
+        cr_expect_gt(r.n, 1, "%s: pops in several domains", caption);
+        cr_expect_eq(total, tu_kv(out[SQ_DOMAINS], "negative_pops"), "%s", caption);
+    } else if (strstr(caption, "Declared roots and their regions")) {
+        /* trace_prog explicit: two Level-2 declarations of /model/matmul, no tactic, no regions */
+        sq_run(db[SQ_EXPLICIT], sql, &r);
+        sq_expect_rows(&r, 2, caption);
+        cr_expect(sq_has(&r, "/model/matmul|0|786432|||||") && sq_has(&r, "/model/matmul|1|4096|||||"), "%s",
+                  caption);
+    } else if (strstr(caption, "Time spent in each run")) {
+        /* trace_prog explicit: three runs, keys batch=4,seq=128 twice then batch=4,seq=256 */
+        sq_run(db[SQ_EXPLICIT], sql, &r);
+        sq_expect_rows(&r, 3, caption);
+        static const char *const keys[] = {"batch=4,seq=128", "batch=4,seq=128", "batch=4,seq=256"};
+        for (size_t i = 0; i < r.n && i < 3; i++) {
+            snprintf(want, sizeof want, "%zu|%s|", i + 1, keys[i]);
+            cr_expect(strncmp(r.rows[i], want, strlen(want)) == 0, "%s: %s", caption, r.rows[i]);
+        }
+    } else {
+        return 0;
+    }
+    sq_free(&r);
+    return 1;
+}
+
+Test(trace, schema_readme_example_queries_return_what_the_programs_did)
+{
+    static const char *const names[SQ_TRACES] = {"explicit", "apis", "domains", "attributes", "memory", "graphs"};
+    static const char *const argv[SQ_TRACES][4] = {
+        {TU_PROG, "explicit", NULL},
+        {TU_PROG, "apis", NULL},
+        {WS_BUILD_DIR "/tests/nvtx_prog", "domains", NULL},
+        {WS_BUILD_DIR "/tests/nvtx_prog", "attributes", NULL},
+        {WS_BUILD_DIR "/tests/nvtx_prog", "memory", NULL},
+        {WS_BUILD_DIR "/tests/graph_prog", "memnodes", "2", "3"},
+    };
+    sqlite3 *db[SQ_TRACES];
+    const char *out[SQ_TRACES];
+    struct tu_result r[SQ_TRACES];
+    char *analysis = tu_read_file(WS_SOURCE_DIR "/schema/analysis.sql", NULL);
+    for (int t = 0; t < SQ_TRACES; t++) {
+        char trace[512], name[64];
+        snprintf(name, sizeof name, "%s.db", names[t]);
+        tu_path(trace, sizeof trace, name);
+        const char *args[5] = {argv[t][0], argv[t][1], argv[t][2], argv[t][3], NULL};
+        tu_run_traced(&r[t], trace, NULL, args);
+        cr_assert(r[t].exited && r[t].code == 0, "%s %s: exit %d\n%s", args[0], args[1], r[t].code, r[t].err);
+        out[t] = r[t].out;
+        cr_assert_eq(sqlite3_open_v2(trace, &db[t], SQLITE_OPEN_READWRITE, NULL), SQLITE_OK);
+        /* Queries may also read the result tables of the analysis commands: create them (empty). */
+        char *msg = NULL;
+        cr_assert_eq(sqlite3_exec(db[t], analysis, NULL, NULL, &msg), SQLITE_OK, "schema/analysis.sql: %s", msg);
+    }
+    free(analysis);
+
     size_t len;
     char *doc = tu_read_file(WS_SOURCE_DIR "/schema/README.md", &len);
     char *section = strstr(doc, "\n## Example queries");
-    if (!section)
-        section = doc; /* no such section (yet): every sql block of the file */
-    else {
-        char *next = strstr(section + 1, "\n## ");
-        if (next)
-            *next = 0;
-    }
-    char trace[512];
-    trace_path(trace, sizeof trace);
-    struct tu_result r;
-    run_ok(&r, trace, NULL, ARGV("explicit"));
-    tu_result_free(&r);
-    sqlite3 *db = NULL;
-    cr_assert_eq(sqlite3_open_v2(trace, &db, SQLITE_OPEN_READWRITE, NULL), SQLITE_OK);
-    /* Queries may also read the result tables of the analysis commands: create them (empty). */
-    char *analysis = tu_read_file(WS_SOURCE_DIR "/schema/analysis.sql", NULL);
-    char *msg = NULL;
-    cr_assert_eq(sqlite3_exec(db, analysis, NULL, NULL, &msg), SQLITE_OK, "schema/analysis.sql: %s", msg);
-    free(analysis);
+    cr_assert_not_null(section, "schema/README.md has no section '## Example queries'");
+    char *next = strstr(section + 1, "\n## ");
+    if (next)
+        *next = 0;
     int blocks = 0;
-    for (char *p = section; (p = strstr(p, "```sql")) != NULL;) {
-        p = strchr(p, '\n');
+    for (char *p = section; (p = strstr(p, "\n```sql")) != NULL;) {
+        /* the caption: the line before the block */
+        char *line_end = p, *line = p - 1;
+        while (line > section && *line != '\n')
+            line--;
+        char caption[256];
+        snprintf(caption, sizeof caption, "%.*s", (int)(line_end - line - 1), line + 1);
+        p = strchr(p + 1, '\n');
         cr_assert_not_null(p);
         char *end = strstr(++p, "```");
         cr_assert_not_null(end, "unterminated sql block");
         *end = 0;
         blocks++;
-        const char *sql = p;
-        while (sql && *sql) {
-            sqlite3_stmt *st = NULL;
-            const char *tail = NULL;
-            int rc = sqlite3_prepare_v2(db, sql, -1, &st, &tail);
-            cr_expect_eq(rc, SQLITE_OK, "block %d: %s\n%s", blocks, sqlite3_errmsg(db), sql);
-            if (rc != SQLITE_OK || !st) {
-                sqlite3_finalize(st);
-                break;
-            }
-            while ((rc = sqlite3_step(st)) == SQLITE_ROW)
-                ;
-            cr_expect_eq(rc, SQLITE_DONE, "block %d: %s\n%s", blocks, sqlite3_errmsg(db), sql);
-            sqlite3_finalize(st);
-            sql = tail;
-        }
+        cr_expect(sq_check(caption, db, out, p), "no expected result for the query '%s'", caption);
         p = end + 3;
     }
-    sqlite3_close(db);
+    cr_expect_eq(blocks, 15, "the section has %d queries; each needs its expected result here", blocks);
+    for (int t = 0; t < SQ_TRACES; t++) {
+        sqlite3_close(db[t]);
+        tu_result_free(&r[t]);
+    }
     free(doc);
-    if (blocks == 0)
-        cr_skip_test("schema/README.md has no ```sql example blocks yet");
 }
 
 /* ---- wstrace collect: bad input -------------------------------------------------------------- */
