@@ -315,9 +315,39 @@ static int append_list(struct planner *p, size_t *k, const struct span_list *l)
     return 0;
 }
 
+/* Merge sort of v[0..n) on the start address (scratch tmp of n): insertion-sorted runs of 16,
+ * then merge passes. Below a few thousand spans it beats the radix sort, whose 256-entry
+ * histograms cost more than the spans themselves. */
+static void merge_sort_range(struct span *v, struct span *tmp, size_t n)
+{
+    for (size_t a = 0; a < n; a += 16)
+        insertion_sort_spans(&v[a], n - a < 16 ? n - a : 16);
+    struct span *src = v, *dst = tmp;
+    for (size_t w = 16; w < n; w *= 2) {
+        for (size_t a = 0; a < n; a += 2 * w) {
+            size_t m = a + w < n ? a + w : n, e = a + 2 * w < n ? a + 2 * w : n, x = a, y = m, o = a;
+            while (x < m && y < e)
+                dst[o++] = src[y].a < src[x].a ? src[y++] : src[x++];
+            while (x < m)
+                dst[o++] = src[x++];
+            while (y < e)
+                dst[o++] = src[y++];
+        }
+        struct span *t = src;
+        src = dst;
+        dst = t;
+    }
+    if (src != v)
+        memcpy(v, src, n * sizeof *v);
+}
+
 /* LSD radix sort of v[0..n) on the start address (scratch tmp of n), skipping equal bytes. */
 static void radix_sort_range(struct span *v, struct span *tmp, size_t n)
 {
+    if (n < 2048) {
+        merge_sort_range(v, tmp, n);
+        return;
+    }
     uint64_t all_or = 0, all_and = ~0ull;
     for (size_t x = 0; x < n; x++) {
         all_or |= v[x].a;
@@ -464,6 +494,10 @@ static void insertion_sort_spans(struct span *s, size_t n)
  * agrees. */
 static void radix_sort_spans(struct planner *p, size_t n)
 {
+    if (n < 2048) {
+        merge_sort_range(p->seg, p->tmp, n);
+        return;
+    }
     uint64_t all_or = 0, all_and = ~0ull;
     for (size_t i = 0; i < n; i++) {
         all_or |= p->seg[i].a;

@@ -236,5 +236,14 @@ void decider_free(struct decider *d);
 enum decision decide(struct decider *d, uint64_t capacity, unsigned config, uint64_t node_limit, struct budget *bud,
                      uint64_t *off);
 unsigned decider_configs(void);
+/* For a repair (repair.c): every buffer i must sit at or above base[i] and end at or below
+ * ceil[i] (both arrays of p->n, kept by the caller; NULL: no bounds). The failed states learnt
+ * belong to these bounds: one decider per set of bounds. */
+void decider_bound(struct decider *d, const uint64_t *base, const uint64_t *ceil);
+
+/* repair.c: improve best (a complete layout) by re-solving parts of it with the decision search,
+ * aiming at capacities from `lower` up; *improved when best's peak dropped. 0, or -1 on OOM. */
+int repair_search(struct planner *p, struct best_plan *best, uint64_t lower, uint64_t seed, struct budget *bud,
+                  int *improved);
 
 #endif

@@ -89,6 +89,14 @@ out:
     return rc;
 }
 
+/* The part `frac` of the budget (time and work) from its start, with `used` steps already spent. */
+static struct budget share(const struct ws_plan_options *o, double t0, double frac, uint64_t used)
+{
+    uint64_t limit = (uint64_t)((double)o->work_limit * frac);
+    return (struct budget){used, limit > used ? limit : used, o->work_limit > 0,
+                           o->time_limit_s > 0 ? t0 + o->time_limit_s * frac : 0};
+}
+
 /* The portfolio, then within the budget the capacity search (up to 70 % of it) and the
  * neighbourhood search (the rest). */
 static int plan_all(struct planner *p, const struct ws_plan_options *o, double t0, struct best_plan *best,
@@ -109,12 +117,20 @@ static int plan_all(struct planner *p, const struct ws_plan_options *o, double t
         searching = 0;
     if (p->n <= LARGE_PROBLEM && best->peak > p->lb && (searching || !deadline) && canonical_decode(p, breadth, best))
         goto out;
+    /* The budget in shares: the capacity search up to 35 %, the repairs up to 75 %, the
+     * neighbourhood search the rest. */
+    int repaired = 0;
     if (searching && best->peak > *lower) {
-        struct budget bud = {0, o->work_limit / 10 * 7 + (o->work_limit < 10 ? o->work_limit : 0), o->work_limit > 0,
-                             o->time_limit_s > 0 ? t0 + o->time_limit_s * 0.7 : 0};
+        struct budget bud = share(o, t0, 0.35, 0);
         if (capacity_search(p, best, lower, o->seed, &bud))
             goto out;
         *work += bud.used;
+    }
+    if (searching && best->peak > *lower && (!o->work_limit || *work < o->work_limit)) {
+        struct budget bud = share(o, t0, 0.75, *work);
+        if (repair_search(p, best, *lower, o->seed, &bud, &repaired))
+            goto out;
+        *work = bud.used;
     }
     int neighbourhood = 0; /* the neighbourhood search improved the layout */
     if (searching && best->peak > *lower && (!o->work_limit || *work < o->work_limit)) {
@@ -136,7 +152,7 @@ static int plan_all(struct planner *p, const struct ws_plan_options *o, double t
         *work = rest.used;
         neighbourhood = best->peak < before;
     }
-    snprintf(algorithm, alen, "%s%s", best->name, neighbourhood ? "+search" : "");
+    snprintf(algorithm, alen, "%s%s%s", best->name, repaired ? "+repair" : "", neighbourhood ? "+search" : "");
     rc = 0;
 out:
     free(order);
