@@ -170,8 +170,9 @@ static int cmp_by_lower(const void *x, const void *y, void *ctx)
     return a < b ? -1 : a > b;
 }
 
-/* Re-solve one component comp[0..k) within r->c. 1 solved (written into r->off), 0 not, -1 OOM. */
-static int solve_part(struct repair *r, const uint32_t *comp, size_t k, uint64_t node_limit, struct budget *bud)
+/* Re-solve one component comp[0..k) within r->c, with (k + 256) << round nodes. 1 solved (written
+ * into r->off), 0 not, -1 on OOM. */
+static int solve_part(struct repair *r, const uint32_t *comp, size_t k, unsigned round, struct budget *bud)
 {
     struct planner *p = r->p, *sp = &r->sp;
     memset(sp, 0, sizeof *sp);
@@ -204,7 +205,7 @@ static int solve_part(struct repair *r, const uint32_t *comp, size_t k, uint64_t
      * long search on one. */
     unsigned cfg = (unsigned)rng_below(&r->rng, decider_configs());
     uint64_t u0 = bud->used;
-    enum decision res = decide(d, r->c, cfg, node_limit, bud, r->suboff);
+    enum decision res = decide(d, r->c, cfg, ((uint64_t)k + 256) << round, bud, r->suboff);
     if (REPAIR_TRACE)
         fprintf(stderr, "    cfg %u -> %d nodes %llu\n", cfg, res, (unsigned long long)(bud->used - u0));
     if (res == DECISION_ERROR)
@@ -226,7 +227,7 @@ out:
  * C was re-solved, 0 when one was not (the others keep their new places: each is valid on its
  * own), -1 on OOM.
  */
-static int repair_around(struct repair *r, uint32_t o, size_t size, unsigned level, uint64_t node_limit,
+static int repair_around(struct repair *r, uint32_t o, size_t size, unsigned level, unsigned round,
                          struct budget *bud)
 {
     struct planner *p = r->p;
@@ -272,7 +273,7 @@ static int repair_around(struct repair *r, uint32_t o, size_t size, unsigned lev
             over |= top_at(r, j) > r->c;
         }
         if (over) {
-            rc = solve_part(r, &r->freed[a], e - a, node_limit, bud);
+            rc = solve_part(r, &r->freed[a], e - a, round, bud);
             if (REPAIR_TRACE)
                 fprintf(stderr, "  part %zu -> %d\n", e - a, rc);
         }
@@ -323,7 +324,7 @@ int repair_search(struct planner *p, struct best_plan *best, uint64_t lower, uin
     memcpy(r.off, best->off, n * sizeof *r.off);
     /* Targets from the most ambitious (the lower bound) to halfway to the peak; each with parts
      * that grow until they reach the whole problem. */
-    unsigned step = 0; /* target: lower + (peak - lower) * (1 - 2^-step), step 0 = lower */
+    unsigned step = 0; /* target: peak - 1 - (peak - lower - 1) / 2^step, step 0 = lower */
     unsigned level = 0, fails = 0, rounds = 0;
     while (best->peak > lower && !budget_spent(bud)) {
         uint64_t gap = best->peak - lower;
@@ -336,12 +337,11 @@ int repair_search(struct planner *p, struct best_plan *best, uint64_t lower, uin
                 best->peak = peak;
                 *improved = 1;
             }
-            step = level = fails = 0;
+            step = level = fails = 0; /* the same effort, aiming at the lower bound again */
             continue;
         }
         size_t size = (size_t)24 << level;
-        uint64_t node_limit = ((uint64_t)size << rounds) / 2 + 256;
-        int res = repair_around(&r, o, size, level, node_limit, bud);
+        int res = repair_around(&r, o, size, level, rounds, bud);
         if (REPAIR_TRACE)
             fprintf(stderr, "repair t=%.2f c=%llu (+%llu) o=%u size=%zu freed=%zu res=%d used=%llu\n", now_s(),
                     (unsigned long long)r.c, (unsigned long long)(r.c - lower), o, size, r.nfreed, res,
@@ -352,17 +352,18 @@ int repair_search(struct planner *p, struct best_plan *best, uint64_t lower, uin
             fails = 0;
             continue;
         }
-        /* A few tries at each size, then larger parts; past the whole problem, a lower target. */
+        /* A few tries at each size, then larger parts; past the whole problem, a less ambitious
+         * target; past the last target, more nodes and the first target again. */
         if (++fails >= 3) {
             fails = 0;
-            if (size < n && level < 20)
+            if (size < n && level < 20) {
                 level++;
-            else if (rounds < 4) { /* again with more nodes */
-                level = 0;
-                rounds++;
             } else {
-                level = rounds = 0;
-                step = step < 40 ? step + 1 : 0;
+                level = 0;
+                if (++step > 6) {
+                    step = 0;
+                    rounds += rounds < 16;
+                }
             }
         }
     }
