@@ -192,68 +192,70 @@ out:
 
 /* ---- orders ------------------------------------------------------------------------------- */
 
-struct order_key {
-    uint64_t k1, k2, k3;
-    uint32_t idx;
-};
-
 static uint64_t saturating_mul(uint64_t a, uint64_t b)
 {
     uint64_t r;
     return __builtin_mul_overflow(a, b, &r) ? UINT64_MAX : r;
 }
 
+/* Key word w (0 primary, 1, 2) of buffer i in an order, as an unsigned value sorted ascending:
+ * the first two keys are wanted descending (complemented), the third ascending. */
+static uint64_t order_word(const struct planner *p, enum order_kind kind, const uint64_t *breadth, int64_t latest,
+                           int w, size_t i)
+{
+    uint64_t len = lifetime_length(p->lo[i], p->hi[i]), start = (uint64_t)p->lo[i] ^ (1ull << 63), k[3];
+    switch (kind) {
+    case ORDER_SIZE: k[0] = p->sz[i], k[1] = len, k[2] = start; break;
+    case ORDER_BREADTH: k[0] = breadth[i], k[1] = p->sz[i], k[2] = start; break;
+    case ORDER_START: /* by increasing start (the distance to the latest start, so that the
+                       * search's noise moves a buffer among those starting near it), then
+                       * longer, then larger */
+        k[0] = (uint64_t)latest - (uint64_t)p->lo[i], k[1] = len, k[2] = p->sz[i];
+        break;
+    case ORDER_LENGTH: k[0] = len, k[1] = p->sz[i], k[2] = start; break;
+    default: k[0] = saturating_mul(len, p->sz[i]), k[1] = p->sz[i], k[2] = start; break;
+    }
+    return w < 2 ? ~k[w] : k[w];
+}
+
 /* noise > 0 scales each primary key by a random factor in (1 - noise, 1]: nearby orders that
- * the search samples. */
+ * the search samples. The order is k1 and k2 descending, k3 ascending, then index: stable radix
+ * passes on (key, index) pairs from the last key to the first, starting from index order (16
+ * bytes a buffer and as much scratch, whatever the order). */
 int make_order(const struct planner *p, enum order_kind kind, const uint64_t *breadth, double noise, uint64_t *rng,
                uint32_t *order)
 {
-    struct order_key *keys = malloc(p->n * sizeof *keys + 1);
-    if (!keys)
+    size_t n = p->n;
+    uint64_t(*a)[2] = malloc(n * sizeof *a + 1), *noisy = NULL;
+    int rc = -1;
+    if (!a)
         return -1;
     int64_t latest = INT64_MIN;
-    for (size_t i = 0; i < p->n; i++)
+    for (size_t i = 0; i < n; i++)
         latest = p->lo[i] > latest ? p->lo[i] : latest;
-    for (size_t i = 0; i < p->n; i++) {
-        uint64_t len = lifetime_length(p->lo[i], p->hi[i]);
-        uint64_t start = (uint64_t)p->lo[i] ^ (1ull << 63);
-        struct order_key *k = &keys[i];
-        k->idx = (uint32_t)i;
-        switch (kind) {
-        case ORDER_SIZE: *k = (struct order_key){p->sz[i], len, start, (uint32_t)i}; break;
-        case ORDER_BREADTH: *k = (struct order_key){breadth[i], p->sz[i], start, (uint32_t)i}; break;
-        case ORDER_START: /* by increasing start (the distance to the latest start, so that the
-                           * search's noise moves a buffer among those starting near it), then
-                           * longer, then larger */
-            *k = (struct order_key){(uint64_t)latest - (uint64_t)p->lo[i], len, p->sz[i], (uint32_t)i};
-            break;
-        case ORDER_LENGTH: *k = (struct order_key){len, p->sz[i], start, (uint32_t)i}; break;
-        default: *k = (struct order_key){saturating_mul(len, p->sz[i]), p->sz[i], start, (uint32_t)i}; break;
+    if (noise > 0) { /* drawn in index order, so that a seed gives the same orders */
+        if (!(noisy = malloc(n * sizeof *noisy + 1)))
+            goto out;
+        for (size_t i = 0; i < n; i++) {
+            uint64_t k1 = ~order_word(p, kind, breadth, latest, 0, i);
+            noisy[i] = ~(uint64_t)((double)k1 * (1.0 - noise * (double)(rng_next(rng) >> 11) * 0x1p-53));
         }
-        if (noise > 0)
-            k->k1 = (uint64_t)((double)k->k1 * (1.0 - noise * (double)(rng_next(rng) >> 11) * 0x1p-53));
     }
-    /* k1 and k2 descending, k3 ascending, then index: stable radix passes from the last key to
-     * the first, starting from index order (the same order as cmp_order_key). */
-    uint64_t(*w)[4] = malloc(p->n * sizeof *w + 1);
-    int rc = -1;
-    if (!w)
-        goto out;
-    for (size_t i = 0; i < p->n; i++) {
-        w[i][0] = ~keys[i].k1;
-        w[i][1] = ~keys[i].k2;
-        w[i][2] = keys[i].k3;
-        w[i][3] = keys[i].idx;
+    for (int w = 2; w >= 0; w--) {
+        for (size_t x = 0; x < n; x++) {
+            size_t i = w == 2 ? x : (size_t)a[x][1];
+            a[x][0] = w == 0 && noisy ? noisy[i] : order_word(p, kind, breadth, latest, w, i);
+            a[x][1] = i;
+        }
+        if (radix_sort_words(&a[0][0], n, 2, 0))
+            goto out;
     }
-    if (radix_sort_words(&w[0][0], p->n, 4, 2) || radix_sort_words(&w[0][0], p->n, 4, 1) ||
-        radix_sort_words(&w[0][0], p->n, 4, 0))
-        goto out;
-    for (size_t i = 0; i < p->n; i++)
-        order[i] = (uint32_t)w[i][3];
+    for (size_t x = 0; x < n; x++)
+        order[x] = (uint32_t)a[x][1];
     rc = 0;
 out:
-    free(w);
-    free(keys);
+    free(a);
+    free(noisy);
     return rc;
 }
 

@@ -106,8 +106,10 @@ static int plan_all(struct planner *p, const struct ws_plan_options *o, double t
     uint64_t *breadth = malloc(p->n * sizeof *breadth + 1);
     uint64_t rng = o->seed ^ 0x2545f4914f6cdd1dull;
     int searching = o->time_limit_s > 0 || o->work_limit > 0, rc = -1;
-    /* The breadth orders are used by the portfolio up to LARGE_PROBLEM buffers and by the search. */
-    int need_breadth = p->n <= LARGE_PROBLEM || searching;
+    /* The breadth orders are used by the portfolio up to LARGE_PROBLEM buffers, and by the
+     * search, computed for it only when it runs (large problems often spend the time limit on the
+     * portfolio). */
+    int need_breadth = p->n <= LARGE_PROBLEM;
     /* The time limit covers the whole call: the decoders beyond the first two and the searches
      * only run while it lasts. */
     double deadline = o->time_limit_s > 0 ? t0 + o->time_limit_s : 0;
@@ -115,6 +117,8 @@ static int plan_all(struct planner *p, const struct ws_plan_options *o, double t
         goto out;
     if (deadline > 0 && now_s() >= deadline)
         searching = 0;
+    if (!need_breadth && searching && best->peak > *lower && breadth_of(p, breadth))
+        goto out;
     if (p->n <= LARGE_PROBLEM && best->peak > p->lb && (searching || !deadline) && canonical_decode(p, breadth, best))
         goto out;
     /* The budget in shares: the capacity search up to 35 %, the repairs up to 75 %, the
