@@ -112,8 +112,8 @@ uint64_t decode(struct planner *p, const uint32_t *order, enum fit fit)
         uint32_t i = order[k];
         if (p->overflow)
             return PEAK_OVERFLOW;
-        if ((k & 1023) == 0 && p->stop && atomic_load(p->stop) < p->index)
-            return UINT64_MAX - 1; /* an earlier decoder reached the load bound */
+        if ((k & 1023) == 0 && ((p->stop && atomic_load(p->stop) < p->index) || (p->abandon > 0 && now_s() >= p->abandon)))
+            return UINT64_MAX - 1; /* an earlier decoder reached the load bound, or time is up */
         if (place(p, i, fit))
             return UINT64_MAX;
         if (p->use_tree && p->sz[i] && union_tree_insert(p->tree, i, (struct span){p->off[i], p->off[i] + p->sz[i]}))
@@ -332,6 +332,7 @@ struct portfolio_run {
     atomic_size_t done; /* smallest entry that reached the load bound */
     atomic_int failed;
     double deadline; /* after it, only the first two decoders (which include the reference) start */
+    double abandon;  /* with a layout in hand already: every decoder gives up at this time */
 };
 
 struct portfolio_worker {
@@ -353,12 +354,14 @@ static void *portfolio_worker(void *arg)
         return NULL;
     }
     for (size_t e = pw->first; e < run->count && !atomic_load(&run->failed); e += pw->step) {
-        if (e > atomic_load(&run->done) || (e >= 2 && run->deadline > 0 && now_s() >= run->deadline))
+        if (e > atomic_load(&run->done) || (e >= 2 && run->deadline > 0 && now_s() >= run->deadline) ||
+            (run->abandon > 0 && now_s() >= run->abandon))
             break;
         const struct heuristic *h = &ws_portfolio[run->which[e]];
         uint64_t peak;
         w.stop = &run->done;
         w.index = e;
+        w.abandon = run->abandon;
         if (make_order(&w, h->order, run->breadth, 0, NULL, order) ||
             (peak = decode(&w, order, h->fit)) == UINT64_MAX) {
             atomic_store(&run->failed, 1);
@@ -379,7 +382,7 @@ static void *portfolio_worker(void *arg)
     return NULL;
 }
 
-int run_portfolio(struct planner *p, const uint64_t *breadth, double deadline, struct best_plan *best)
+int run_portfolio(struct planner *p, const uint64_t *breadth, double deadline, int abandon, struct best_plan *best)
 {
     size_t which[PORTFOLIO_MAX], count = 0;
     for (size_t h = 0; h < ws_portfolio_count; h++)
@@ -387,7 +390,7 @@ int run_portfolio(struct planner *p, const uint64_t *breadth, double deadline, s
             which[count++] = h;
     uint64_t peak[PORTFOLIO_MAX];
     uint64_t *off[PORTFOLIO_MAX] = {0};
-    struct portfolio_run run = {p, breadth, which, count, peak, off, SIZE_MAX, 0, deadline};
+    struct portfolio_run run = {p, breadth, which, count, peak, off, SIZE_MAX, 0, deadline, abandon ? deadline : 0};
     int rc = -1;
     for (size_t e = 0; e < count; e++) {
         peak[e] = UINT64_MAX;
@@ -416,6 +419,104 @@ int run_portfolio(struct planner *p, const uint64_t *breadth, double deadline, s
 out:
     for (size_t e = 0; e < count; e++)
         free(off[e]);
+    return rc;
+}
+
+/* ---- the sweep ---------------------------------------------------------------------------- */
+
+/* The live buffers in address order: a doubly linked list of slots (at most SWEEP_LIVE_MAX),
+ * slot 0 the head and tail sentinel. */
+struct live_slot {
+    uint64_t a, b;
+    uint32_t next, prev;
+};
+
+/* Min-heap of live buffers by end. */
+static void end_heap_down(const struct planner *p, uint32_t *h, size_t n, size_t i)
+{
+    uint32_t v = h[i];
+    for (;;) {
+        size_t c = 2 * i + 1;
+        if (c >= n)
+            break;
+        if (c + 1 < n && p->hi[h[c + 1]] < p->hi[h[c]])
+            c++;
+        if (p->hi[h[c]] >= p->hi[v])
+            break;
+        h[i] = h[c];
+        i = c;
+    }
+    h[i] = v;
+}
+
+int sweep_decode(struct planner *p, struct best_plan *best)
+{
+    size_t n = p->n, nheap = 0;
+    uint64_t(*by_lo)[2] = malloc(n * sizeof *by_lo + 1);
+    struct live_slot *slot = malloc((SWEEP_LIVE_MAX + 1) * sizeof *slot);
+    uint32_t *heap = malloc(SWEEP_LIVE_MAX * sizeof *heap), *slot_of = malloc(n * sizeof *slot_of + 1);
+    uint32_t *free_slots = malloc(SWEEP_LIVE_MAX * sizeof *free_slots), nfree = SWEEP_LIVE_MAX;
+    int rc = -1;
+    if (!by_lo || !slot || !heap || !slot_of || !free_slots)
+        goto out;
+    for (uint32_t x = 0; x < SWEEP_LIVE_MAX; x++)
+        free_slots[x] = SWEEP_LIVE_MAX - x;
+    slot[0] = (struct live_slot){0, 0, 0, 0};
+    for (size_t i = 0; i < n; i++) {
+        by_lo[i][0] = (uint64_t)p->lo[i] ^ (1ull << 63);
+        by_lo[i][1] = i;
+    }
+    if (radix_sort_words(&by_lo[0][0], n, 2, 0))
+        goto out;
+    uint64_t peak = 0;
+    rc = 1;
+    for (size_t k = 0; k < n; k++) {
+        uint32_t i = (uint32_t)by_lo[k][1];
+        while (nheap && p->hi[heap[0]] <= p->lo[i]) { /* the buffers that ended */
+            uint32_t s = slot_of[heap[0]];
+            heap[0] = heap[--nheap];
+            end_heap_down(p, heap, nheap, 0);
+            slot[slot[s].prev].next = slot[s].next;
+            slot[slot[s].next].prev = slot[s].prev;
+            free_slots[nfree++] = s;
+        }
+        if (nfree == 0)
+            goto out; /* too dense for the list */
+        uint64_t cur = 0, o = 0, end;
+        uint32_t x = slot[0].next;
+        for (; x != 0; x = slot[x].next) { /* the lowest gap that fits, by address */
+            if (round_up(cur, p->al[i], &o))
+                goto out; /* ends beyond 64 bits: leave it to the decoders */
+            if (o <= slot[x].a && slot[x].a - o >= p->sz[i])
+                break;
+            cur = slot[x].b > cur ? slot[x].b : cur;
+        }
+        if ((x == 0 && round_up(cur, p->al[i], &o)) || __builtin_add_overflow(o, p->sz[i], &end))
+            goto out;
+        uint32_t s = free_slots[--nfree]; /* before x (0: at the end) */
+        slot[s] = (struct live_slot){o, end, x, slot[x].prev};
+        slot[slot[x].prev].next = s;
+        slot[x].prev = s;
+        slot_of[i] = s;
+        p->off[i] = o;
+        peak = end > peak ? end : peak;
+        size_t h = nheap++;
+        for (; h > 0 && p->hi[heap[(h - 1) / 2]] > p->hi[i]; h = (h - 1) / 2)
+            heap[h] = heap[(h - 1) / 2];
+        heap[h] = i;
+    }
+    if (peak < best->peak) {
+        best->peak = peak;
+        best->name = "first-fit-sweep";
+        memcpy(best->off, p->off, n * sizeof *best->off);
+    }
+    rc = 0;
+out:
+    free(by_lo);
+    free(slot);
+    free(heap);
+    free(slot_of);
+    free(free_slots);
     return rc;
 }
 

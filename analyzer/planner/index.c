@@ -41,6 +41,8 @@ struct part_list { /* sorted by address */
 
 struct union_tree {
     size_t leaves; /* a power of two >= blocks */
+    size_t min_node; /* nodes below this index span more blocks than any buffer covers: no query
+                      * reads them, so they keep no list */
     size_t blocks;
     uint32_t width;         /* segments per block */
     uint32_t *first, *last; /* per buffer: segment range [first, last) (shared by workers) */
@@ -154,13 +156,13 @@ static int span_list_covers(const struct span_list *l, struct span s)
     return a < l->n && l->v[a].a <= s.a && l->v[a].b >= s.b;
 }
 
-/* Add s to sub of leaf block `leaf` and its ancestors. The nodes whose sub receives a buffer are
- * closed upwards (canonical nodes of its covered blocks and the root paths of its first and last
- * blocks), so sub of a node contains sub of its children and once a list already covers s every
- * list above it does too. */
+/* Add s to sub of leaf block `leaf` and its ancestors (up to the highest node a query can read).
+ * The nodes whose sub receives a buffer are closed upwards (canonical nodes of its covered blocks
+ * and the root paths of its first and last blocks), so sub of a node contains sub of its children
+ * and once a list already covers s every list above it does too. */
 static int union_tree_add_path(struct union_tree *t, size_t leaf, struct span s)
 {
-    for (size_t x = leaf + t->leaves; x >= 1; x /= 2) {
+    for (size_t x = leaf + t->leaves; x >= t->min_node; x /= 2) {
         if (span_list_covers(&t->sub[x], s))
             return 0;
         if (span_list_add(&t->sub[x], s))
@@ -615,6 +617,16 @@ static int build_union_tree(struct planner *p)
     t->leaves = 1;
     while (t->leaves < t->blocks)
         t->leaves *= 2;
+    /* The canonical nodes of a buffer's covered blocks span at most as many blocks as it covers. */
+    size_t most = 1;
+    for (size_t i = 0; i < n; i++) {
+        size_t m1, m2, c1, c2;
+        tree_blocks(t, i, &m1, &m2, &c1, &c2);
+        most = c2 > c1 && c2 - c1 > most ? c2 - c1 : most;
+    }
+    t->min_node = t->leaves;
+    while (t->min_node > 1 && t->leaves / (t->min_node / 2) <= most)
+        t->min_node /= 2;
     t->sub = calloc(2 * t->leaves, sizeof *t->sub);
     t->cov = calloc(t->blocks, sizeof *t->cov);
     t->part = calloc(t->blocks, sizeof *t->part);

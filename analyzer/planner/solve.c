@@ -12,6 +12,9 @@
 
 #define DECISION_NAME "decision-search"
 
+/* From this many buffers on, a time limit starts with the sweep's layout (greedy.c). */
+#define SWEEP_PROBLEM 20000
+
 static uint64_t peak_of(const struct planner *p, const uint64_t *off)
 {
     uint64_t peak = 0;
@@ -113,7 +116,17 @@ static int plan_all(struct planner *p, const struct ws_plan_options *o, double t
     /* The time limit covers the whole call: the decoders beyond the first two and the searches
      * only run while it lasts. */
     double deadline = o->time_limit_s > 0 ? t0 + o->time_limit_s : 0;
-    if (!order || !breadth || (need_breadth && breadth_of(p, breadth)) || run_portfolio(p, breadth, deadline, best))
+    /* With a time limit, large problems first get the sweep's layout (fast: first fit by start),
+     * so that the decoders may give up at the limit and the call still returns a layout in time. */
+    int swept = 0;
+    if (deadline > 0 && p->n >= SWEEP_PROBLEM) {
+        int r = sweep_decode(p, best);
+        if (r < 0)
+            goto out;
+        swept = r == 0;
+    }
+    if (!order || !breadth || (need_breadth && breadth_of(p, breadth)) ||
+        run_portfolio(p, breadth, deadline, swept, best))
         goto out;
     if (deadline > 0 && now_s() >= deadline)
         searching = 0;
