@@ -142,6 +142,37 @@ Test(cmd_plan, shared_problem_files, .timeout = 600)
     cr_expect_gt(checked, 0);
 }
 
+Test(cmd_plan, the_search_reaches_the_load_bound_of_bert_base, .timeout = 600)
+{
+    /* Every greedy decoder stays 2,056 bytes above the load bound of somas_bert_base (its LB
+     * section is packed without a gap, a neighbour 16,380 bytes below it is not); the repairs of
+     * the decision search close the gap within 300,000 steps. The load bound comes from the
+     * independent reference, and the layout is checked by it. */
+    char in[512];
+    snprintf(in, sizeof in, "%s/somas_bert_base.csv", problems_dir());
+    struct ws_problem pr;
+    char err[512];
+    cr_assert_eq(ws_problem_read(in, &pr, err, sizeof err), 0, "%s (set WSTRACE_PROBLEMS)", err);
+    struct ref_buffer *x = calloc(pr.n, sizeof *x);
+    for (size_t i = 0; i < pr.n; i++)
+        x[i] = (struct ref_buffer){pr.buffers[i].lower, pr.buffers[i].upper, pr.buffers[i].size, 0, 0};
+    uint64_t lb = ref_load_bound(x, pr.n, 1);
+    struct ws_plan_options o = {.alignment = 1, .work_limit = 300000, .seed = 1};
+    struct ws_plan_result r;
+    cr_assert_eq(ws_plan_solve(pr.buffers, pr.n, &o, &r), 0, "%s", r.error);
+    for (size_t i = 0; i < pr.n; i++)
+        x[i].offset = pr.buffers[i].offset;
+    uint64_t peak = 0;
+    char why[128];
+    cr_expect(ref_check(x, pr.n, 1, &peak, why, sizeof why), "%s", why);
+    cr_expect_eq(lb, 15734934689ull, "the load bound given in the shared data's README");
+    cr_expect_eq(r.load_bound_bytes, lb);
+    cr_expect_eq(peak, lb, "%llu bytes above the load bound (%s)", (unsigned long long)(peak - lb), r.algorithm);
+    cr_expect(r.optimal);
+    free(x);
+    ws_problem_free(&pr);
+}
+
 Test(cmd_plan, bad_usage_and_bad_files)
 {
     char bad[128], out[128];
