@@ -36,7 +36,7 @@ static void accept_layout(const struct planner *p, const uint64_t *off, struct b
 
 /*
  * Restarts with growing node limits: each round probes the lower bound with every configuration
- * of the decision search, then binary-searches the capacities above it with one configuration;
+ * of the decision search, then searches down from the best layout with one configuration;
  * INFEASIBLE raises the lower bound, FOUND lowers the best peak, ABORTED (node limit reached)
  * counts as "not at this limit". Then the limit doubles. Failed states are shared by all rounds.
  */
@@ -68,10 +68,12 @@ static int capacity_search(struct planner *p, struct best_plan *best, uint64_t *
             limit /= 2; /* progress at this limit: try it again */
             continue;
         }
-        /* An aborted probe above the lower bound ends the round: what lies above it is barely
-         * better than the best layout, and the limit is what needs to grow. */
+        /* Then down from the best layout: each probe an eighth of the gap below it (FOUND lowers
+         * the best peak, INFEASIBLE raises the lower bound); an aborted probe is retried closer
+         * to the best layout, and one right below it ends the round: the limit must grow. */
+        uint64_t share = 8;
         for (uint64_t a = *lower + 1, b = best->peak - 1; a <= b && b != UINT64_MAX && !budget_spent(bud);) {
-            uint64_t c = a + (b - a) / 2;
+            uint64_t c = b - (b - a) / share;
             enum decision r = decide(d, c, round % nconfig, limit, bud, off);
             if (r == DECISION_ERROR)
                 goto out;
@@ -81,6 +83,8 @@ static int capacity_search(struct planner *p, struct best_plan *best, uint64_t *
             } else if (r == DECISION_INFEASIBLE) {
                 *lower = c + 1;
                 a = c + 1;
+            } else if (c < b && share < ((uint64_t)1 << 40)) {
+                share *= 4;
             } else {
                 break;
             }
