@@ -94,6 +94,11 @@ struct decider {
     uint64_t *key2;    /* per buffer, for the current configuration */
     uint64_t *rank[NCONFIGS];
     uint64_t *floor, *off, *zob;
+    /* Lazy heap keys: the floor (candidates) and the floor + size (all) each buffer had when it
+     * was last put in order in those heaps; at most its present value (floors only rise on the
+     * way down). A raise leaves the heaps alone; an entry is put right when it reaches the top or
+     * when backtracking lowers its floor below its key. */
+    uint64_t *cand_key, *height_key;
     unsigned char *placed;
     size_t left;
     struct heap heap[HEAPS];
@@ -113,11 +118,19 @@ struct decider {
     uint32_t *st_start, *st_list; /* small problems: the buffers starting in each section */
     unsigned char *reach;         /* scratch of runs_tile, per section + 1 */
     uint64_t min_load;            /* smallest initial load of a section */
+    const uint64_t *base, *ceil;  /* repairs: per buffer, the lowest offset and the highest end the
+                                   * buffers kept in place leave it (NULL: 0 and the capacity) */
     struct floor_change *ftrail;  /* floors raised by the placements on the current path */
     size_t nftrail, ftrailcap;
 };
 
 unsigned decider_configs(void) { return NCONFIGS; }
+
+void decider_bound(struct decider *d, const uint64_t *base, const uint64_t *ceil)
+{
+    d->base = base;
+    d->ceil = ceil;
+}
 
 /* ---- keys and heaps ----------------------------------------------------------------------- */
 
@@ -138,10 +151,13 @@ static inline uint64_t height_of(const struct decider *d, uint32_t a)
 static inline int heap_before(const struct decider *d, int k, uint32_t a, uint32_t b)
 {
     switch (k) {
-    case HEAP_CAND: return key_less(d, a, b);
+    case HEAP_CAND:
+        if (d->cand_key[a] != d->cand_key[b])
+            return d->cand_key[a] < d->cand_key[b];
+        return d->key2[a] < d->key2[b];
     case HEAP_STUCK: return key_less(d, b, a);
     default: {
-        uint64_t ha = height_of(d, a), hb = height_of(d, b);
+        uint64_t ha = d->height_key[a], hb = d->height_key[b];
         return ha != hb ? ha < hb : a < b;
     }
     }
@@ -188,6 +204,10 @@ static void heap_down(struct decider *d, int k, size_t i)
 static void heap_push(struct decider *d, int k, uint32_t v)
 {
     struct heap *h = &d->heap[k];
+    if (k == HEAP_CAND)
+        d->cand_key[v] = d->floor[v];
+    else if (k == HEAP_HEIGHT)
+        d->height_key[v] = height_of(d, v);
     heap_set(h, h->n++, v);
     heap_up(d, k, h->n - 1);
 }
@@ -205,18 +225,45 @@ static void heap_remove(struct decider *d, int k, uint32_t v)
     heap_down(d, k, h->pos[last]);
 }
 
-static void heap_fix(struct decider *d, int k, uint32_t v)
+/* Buffer v's floor rose: the stuck heap is kept exact (its order decides which buffers become
+ * candidates); the others keep their lazy keys. */
+static void floor_raised(struct decider *d, uint32_t v)
 {
-    size_t i = d->heap[k].pos[v];
-    heap_up(d, k, i);
-    heap_down(d, k, d->heap[k].pos[v]);
+    if (d->heap[HEAP_STUCK].pos[v] != NONE)
+        heap_up(d, HEAP_STUCK, d->heap[HEAP_STUCK].pos[v]);
 }
 
-/* Buffer v's floor changed: restore the order of the heaps that hold it. */
-static void floor_changed(struct decider *d, uint32_t v)
+/* Buffer v's floor was lowered (backtracking): a lazy key above it is lowered too. */
+static void floor_lowered(struct decider *d, uint32_t v)
 {
-    heap_fix(d, d->heap[HEAP_CAND].pos[v] != NONE ? HEAP_CAND : HEAP_STUCK, v);
-    heap_fix(d, HEAP_HEIGHT, v);
+    if (d->heap[HEAP_STUCK].pos[v] != NONE) {
+        heap_down(d, HEAP_STUCK, d->heap[HEAP_STUCK].pos[v]);
+    } else if (d->heap[HEAP_CAND].pos[v] != NONE && d->cand_key[v] > d->floor[v]) {
+        d->cand_key[v] = d->floor[v];
+        heap_up(d, HEAP_CAND, d->heap[HEAP_CAND].pos[v]);
+    }
+    uint64_t h = height_of(d, v);
+    if (d->heap[HEAP_HEIGHT].pos[v] != NONE && d->height_key[v] > h) {
+        d->height_key[v] = h;
+        heap_up(d, HEAP_HEIGHT, d->heap[HEAP_HEIGHT].pos[v]);
+    }
+}
+
+/* The top of a lazy heap, its key made exact: an entry whose key is behind sinks and the next
+ * one is looked at. NONE when empty. */
+static uint32_t lazy_top(struct decider *d, int k)
+{
+    struct heap *h = &d->heap[k];
+    while (h->n) {
+        uint32_t v = h->v[0];
+        uint64_t *key = k == HEAP_CAND ? d->cand_key : d->height_key;
+        uint64_t now = k == HEAP_CAND ? d->floor[v] : height_of(d, v);
+        if (key[v] == now)
+            return v;
+        key[v] = now;
+        heap_down(d, k, 0);
+    }
+    return NONE;
 }
 
 static inline int key_at_most(const struct decider *d, uint32_t v, uint64_t f, uint64_t k)
@@ -227,14 +274,14 @@ static inline int key_at_most(const struct decider *d, uint32_t v, uint64_t f, u
 /* Candidates are the unplaced buffers with a key above (f, k); the others are stuck. */
 static void rebalance(struct decider *d, uint64_t f, uint64_t k)
 {
-    struct heap *c = &d->heap[HEAP_CAND], *s = &d->heap[HEAP_STUCK];
-    while (c->n && key_at_most(d, c->v[0], f, k)) {
-        uint32_t v = c->v[0];
+    struct heap *s = &d->heap[HEAP_STUCK];
+    uint32_t v;
+    while ((v = lazy_top(d, HEAP_CAND)) != NONE && key_at_most(d, v, f, k)) {
         heap_remove(d, HEAP_CAND, v);
         heap_push(d, HEAP_STUCK, v);
     }
     while (s->n && !key_at_most(d, s->v[0], f, k)) {
-        uint32_t v = s->v[0];
+        v = s->v[0];
         heap_remove(d, HEAP_STUCK, v);
         heap_push(d, HEAP_CAND, v);
     }
@@ -340,7 +387,7 @@ static int raise_floor(void *ctx, uint32_t c)
         }
         d->ftrail[d->nftrail++] = (struct floor_change){c, d->floor[c]};
         d->floor[c] = nf;
-        floor_changed(d, c);
+        floor_raised(d, c);
         d->aff_lo = d->s0[c] < d->aff_lo ? d->s0[c] : d->aff_lo;
         d->aff_hi = d->s1[c] > d->aff_hi ? d->s1[c] : d->aff_hi;
     }
@@ -383,7 +430,7 @@ static void take_back(struct decider *d, uint32_t y, size_t fmark)
     while (d->nftrail > fmark) {
         struct floor_change *e = &d->ftrail[--d->nftrail];
         d->floor[e->c] = e->floor;
-        floor_changed(d, e->c);
+        floor_lowered(d, e->c);
     }
     heap_push(d, HEAP_CAND, y);
     heap_push(d, HEAP_HEIGHT, y);
@@ -398,11 +445,11 @@ static uint32_t next_candidate(struct decider *d, struct frame *f)
     __int128 C = d->capacity;
     for (;;) {
         rebalance(d, f->thr_f, f->thr_k);
-        if (!d->heap[HEAP_CAND].n)
+        uint32_t y = lazy_top(d, HEAP_CAND);
+        if (y == NONE)
             return NONE;
-        uint32_t y = d->heap[HEAP_CAND].v[0];
         uint64_t fl = d->floor[y];
-        if (height_of(d, d->heap[HEAP_HEIGHT].v[0]) <= fl)
+        if (height_of(d, lazy_top(d, HEAP_HEIGHT)) <= fl)
             return NONE; /* something could end at or below fl: not canonical */
         if ((__int128)fl + rem_global(d) > C)
             return NONE;
@@ -413,7 +460,7 @@ static uint32_t next_candidate(struct decider *d, struct frame *f)
             if (s != NONE && d->s0[y] > s)
                 return NONE; /* moving right past a tight point at fl */
         }
-        if ((__int128)fl + p->sz[y] > C) {
+        if ((__int128)fl + p->sz[y] > C || (d->ceil && fl + p->sz[y] > d->ceil[y])) {
             f->thr_f = fl; /* does not fit here; the next key */
             f->thr_k = d->key2[y];
             continue;
@@ -465,8 +512,8 @@ static int sections_fit(const struct decider *d, const struct frame *f, size_t f
  */
 static int runs_tile(struct decider *d, const struct frame *f)
 {
-    if (!d->st_start || d->min_load != d->capacity)
-        return 1;
+    if (!d->st_start || d->min_load != d->capacity || d->base)
+        return 1; /* with buffers kept in place around them, sections may have gaps */
     const struct planner *p = d->p;
     for (size_t a = 0; a < d->m;) {
         uint64_t rem = d->rem_flat[a];
@@ -552,7 +599,9 @@ static int reset(struct decider *d, unsigned cfg)
     d->cfg = cfg;
     for (size_t i = 0; i < d->n; i++) {
         d->key2[i] = configs[cfg].by_start ? ((uint64_t)d->s0[i] << 32) | d->rank[cfg][i] : d->rank[cfg][i];
-        d->floor[i] = 0;
+        d->floor[i] = d->base ? d->base[i] : 0;
+        d->cand_key[i] = d->floor[i];
+        d->height_key[i] = height_of(d, (uint32_t)i);
         d->placed[i] = 0;
         for (int k = 0; k < HEAPS; k++)
             d->heap[k].pos[i] = NONE;
@@ -560,7 +609,7 @@ static int reset(struct decider *d, unsigned cfg)
     d->left = d->n;
     for (int k = 0; k < HEAPS; k++)
         d->heap[k].n = 0;
-    /* All floors are 0: the candidate heap is the key2 order, built by heapify. */
+    /* Nothing is placed: every buffer is a candidate (its key2 is above 0), heapified. */
     for (int k = 0; k < HEAPS; k += 2) {
         struct heap *h = &d->heap[k];
         for (size_t i = 0; i < d->n; i++)
@@ -666,6 +715,8 @@ void decider_free(struct decider *d)
     free(d->floor);
     free(d->off);
     free(d->zob);
+    free(d->cand_key);
+    free(d->height_key);
     free(d->placed);
     for (int k = 0; k < HEAPS; k++) {
         free(d->heap[k].v);
@@ -732,15 +783,21 @@ int decider_new(struct decider **out, const struct planner *p, uint64_t seed)
     d->floor = malloc(n * sizeof *d->floor + 1);
     d->off = calloc(n + 1, sizeof *d->off);
     d->zob = malloc(n * sizeof *d->zob + 1);
+    d->cand_key = malloc(n * sizeof *d->cand_key + 1);
+    d->height_key = malloc(n * sizeof *d->height_key + 1);
     d->placed = calloc(n + 1, 1);
     d->load = calloc(d->m + 1, sizeof *d->load);
     d->r_add = calloc(2 * d->leaves, sizeof *d->r_add);
     d->r_mx = calloc(2 * d->leaves, sizeof *d->r_mx);
     d->frames = malloc((n + 1) * sizeof *d->frames);
-    d->fail_mask = (1u << 20) - 1;
+    /* The failed-state table: 2^20 entries, fewer for small problems (a repair builds one per
+     * part it re-solves). */
+    d->fail_mask = 4095;
+    while (d->fail_mask < (1u << 20) - 1 && d->fail_mask < 1024 * n)
+        d->fail_mask = 2 * d->fail_mask + 1;
     d->fail_key = calloc(d->fail_mask + 1, sizeof *d->fail_key);
     d->fail_cap = calloc(d->fail_mask + 1, sizeof *d->fail_cap);
-    if (!d->s0 || !d->s1 || !d->breadth || !d->key2 || !d->floor || !d->off || !d->zob || !d->placed || !d->load ||
+    if (!d->s0 || !d->s1 || !d->breadth || !d->key2 || !d->floor || !d->off || !d->zob || !d->cand_key || !d->height_key || !d->placed || !d->load ||
         !d->r_add || !d->r_mx || !d->frames || !d->fail_key || !d->fail_cap)
         goto oom;
     for (int k = 0; k < HEAPS; k++) {

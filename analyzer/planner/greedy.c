@@ -112,8 +112,8 @@ uint64_t decode(struct planner *p, const uint32_t *order, enum fit fit)
         uint32_t i = order[k];
         if (p->overflow)
             return PEAK_OVERFLOW;
-        if ((k & 1023) == 0 && p->stop && atomic_load(p->stop) < p->index)
-            return UINT64_MAX - 1; /* an earlier decoder reached the load bound */
+        if ((k & 1023) == 0 && ((p->stop && atomic_load(p->stop) < p->index) || (p->abandon > 0 && now_s() >= p->abandon)))
+            return UINT64_MAX - 1; /* an earlier decoder reached the load bound, or time is up */
         if (place(p, i, fit))
             return UINT64_MAX;
         if (p->use_tree && p->sz[i] && union_tree_insert(p->tree, i, (struct span){p->off[i], p->off[i] + p->sz[i]}))
@@ -192,68 +192,70 @@ out:
 
 /* ---- orders ------------------------------------------------------------------------------- */
 
-struct order_key {
-    uint64_t k1, k2, k3;
-    uint32_t idx;
-};
-
 static uint64_t saturating_mul(uint64_t a, uint64_t b)
 {
     uint64_t r;
     return __builtin_mul_overflow(a, b, &r) ? UINT64_MAX : r;
 }
 
+/* Key word w (0 primary, 1, 2) of buffer i in an order, as an unsigned value sorted ascending:
+ * the first two keys are wanted descending (complemented), the third ascending. */
+static uint64_t order_word(const struct planner *p, enum order_kind kind, const uint64_t *breadth, int64_t latest,
+                           int w, size_t i)
+{
+    uint64_t len = lifetime_length(p->lo[i], p->hi[i]), start = (uint64_t)p->lo[i] ^ (1ull << 63), k[3];
+    switch (kind) {
+    case ORDER_SIZE: k[0] = p->sz[i], k[1] = len, k[2] = start; break;
+    case ORDER_BREADTH: k[0] = breadth[i], k[1] = p->sz[i], k[2] = start; break;
+    case ORDER_START: /* by increasing start (the distance to the latest start, so that the
+                       * search's noise moves a buffer among those starting near it), then
+                       * longer, then larger */
+        k[0] = (uint64_t)latest - (uint64_t)p->lo[i], k[1] = len, k[2] = p->sz[i];
+        break;
+    case ORDER_LENGTH: k[0] = len, k[1] = p->sz[i], k[2] = start; break;
+    default: k[0] = saturating_mul(len, p->sz[i]), k[1] = p->sz[i], k[2] = start; break;
+    }
+    return w < 2 ? ~k[w] : k[w];
+}
+
 /* noise > 0 scales each primary key by a random factor in (1 - noise, 1]: nearby orders that
- * the search samples. */
+ * the search samples. The order is k1 and k2 descending, k3 ascending, then index: stable radix
+ * passes on (key, index) pairs from the last key to the first, starting from index order (16
+ * bytes a buffer and as much scratch, whatever the order). */
 int make_order(const struct planner *p, enum order_kind kind, const uint64_t *breadth, double noise, uint64_t *rng,
                uint32_t *order)
 {
-    struct order_key *keys = malloc(p->n * sizeof *keys + 1);
-    if (!keys)
+    size_t n = p->n;
+    uint64_t(*a)[2] = malloc(n * sizeof *a + 1), *noisy = NULL;
+    int rc = -1;
+    if (!a)
         return -1;
     int64_t latest = INT64_MIN;
-    for (size_t i = 0; i < p->n; i++)
+    for (size_t i = 0; i < n; i++)
         latest = p->lo[i] > latest ? p->lo[i] : latest;
-    for (size_t i = 0; i < p->n; i++) {
-        uint64_t len = lifetime_length(p->lo[i], p->hi[i]);
-        uint64_t start = (uint64_t)p->lo[i] ^ (1ull << 63);
-        struct order_key *k = &keys[i];
-        k->idx = (uint32_t)i;
-        switch (kind) {
-        case ORDER_SIZE: *k = (struct order_key){p->sz[i], len, start, (uint32_t)i}; break;
-        case ORDER_BREADTH: *k = (struct order_key){breadth[i], p->sz[i], start, (uint32_t)i}; break;
-        case ORDER_START: /* by increasing start (the distance to the latest start, so that the
-                           * search's noise moves a buffer among those starting near it), then
-                           * longer, then larger */
-            *k = (struct order_key){(uint64_t)latest - (uint64_t)p->lo[i], len, p->sz[i], (uint32_t)i};
-            break;
-        case ORDER_LENGTH: *k = (struct order_key){len, p->sz[i], start, (uint32_t)i}; break;
-        default: *k = (struct order_key){saturating_mul(len, p->sz[i]), p->sz[i], start, (uint32_t)i}; break;
+    if (noise > 0) { /* drawn in index order, so that a seed gives the same orders */
+        if (!(noisy = malloc(n * sizeof *noisy + 1)))
+            goto out;
+        for (size_t i = 0; i < n; i++) {
+            uint64_t k1 = ~order_word(p, kind, breadth, latest, 0, i);
+            noisy[i] = ~(uint64_t)((double)k1 * (1.0 - noise * (double)(rng_next(rng) >> 11) * 0x1p-53));
         }
-        if (noise > 0)
-            k->k1 = (uint64_t)((double)k->k1 * (1.0 - noise * (double)(rng_next(rng) >> 11) * 0x1p-53));
     }
-    /* k1 and k2 descending, k3 ascending, then index: stable radix passes from the last key to
-     * the first, starting from index order (the same order as cmp_order_key). */
-    uint64_t(*w)[4] = malloc(p->n * sizeof *w + 1);
-    int rc = -1;
-    if (!w)
-        goto out;
-    for (size_t i = 0; i < p->n; i++) {
-        w[i][0] = ~keys[i].k1;
-        w[i][1] = ~keys[i].k2;
-        w[i][2] = keys[i].k3;
-        w[i][3] = keys[i].idx;
+    for (int w = 2; w >= 0; w--) {
+        for (size_t x = 0; x < n; x++) {
+            size_t i = w == 2 ? x : (size_t)a[x][1];
+            a[x][0] = w == 0 && noisy ? noisy[i] : order_word(p, kind, breadth, latest, w, i);
+            a[x][1] = i;
+        }
+        if (radix_sort_words(&a[0][0], n, 2, 0))
+            goto out;
     }
-    if (radix_sort_words(&w[0][0], p->n, 4, 2) || radix_sort_words(&w[0][0], p->n, 4, 1) ||
-        radix_sort_words(&w[0][0], p->n, 4, 0))
-        goto out;
-    for (size_t i = 0; i < p->n; i++)
-        order[i] = (uint32_t)w[i][3];
+    for (size_t x = 0; x < n; x++)
+        order[x] = (uint32_t)a[x][1];
     rc = 0;
 out:
-    free(w);
-    free(keys);
+    free(a);
+    free(noisy);
     return rc;
 }
 
@@ -330,6 +332,7 @@ struct portfolio_run {
     atomic_size_t done; /* smallest entry that reached the load bound */
     atomic_int failed;
     double deadline; /* after it, only the first two decoders (which include the reference) start */
+    double abandon;  /* with a layout in hand already: every decoder gives up at this time */
 };
 
 struct portfolio_worker {
@@ -351,12 +354,14 @@ static void *portfolio_worker(void *arg)
         return NULL;
     }
     for (size_t e = pw->first; e < run->count && !atomic_load(&run->failed); e += pw->step) {
-        if (e > atomic_load(&run->done) || (e >= 2 && run->deadline > 0 && now_s() >= run->deadline))
+        if (e > atomic_load(&run->done) || (e >= 2 && run->deadline > 0 && now_s() >= run->deadline) ||
+            (run->abandon > 0 && now_s() >= run->abandon))
             break;
         const struct heuristic *h = &ws_portfolio[run->which[e]];
         uint64_t peak;
         w.stop = &run->done;
         w.index = e;
+        w.abandon = run->abandon;
         if (make_order(&w, h->order, run->breadth, 0, NULL, order) ||
             (peak = decode(&w, order, h->fit)) == UINT64_MAX) {
             atomic_store(&run->failed, 1);
@@ -377,7 +382,7 @@ static void *portfolio_worker(void *arg)
     return NULL;
 }
 
-int run_portfolio(struct planner *p, const uint64_t *breadth, double deadline, struct best_plan *best)
+int run_portfolio(struct planner *p, const uint64_t *breadth, double deadline, int abandon, struct best_plan *best)
 {
     size_t which[PORTFOLIO_MAX], count = 0;
     for (size_t h = 0; h < ws_portfolio_count; h++)
@@ -385,7 +390,7 @@ int run_portfolio(struct planner *p, const uint64_t *breadth, double deadline, s
             which[count++] = h;
     uint64_t peak[PORTFOLIO_MAX];
     uint64_t *off[PORTFOLIO_MAX] = {0};
-    struct portfolio_run run = {p, breadth, which, count, peak, off, SIZE_MAX, 0, deadline};
+    struct portfolio_run run = {p, breadth, which, count, peak, off, SIZE_MAX, 0, deadline, abandon ? deadline : 0};
     int rc = -1;
     for (size_t e = 0; e < count; e++) {
         peak[e] = UINT64_MAX;
@@ -414,6 +419,104 @@ int run_portfolio(struct planner *p, const uint64_t *breadth, double deadline, s
 out:
     for (size_t e = 0; e < count; e++)
         free(off[e]);
+    return rc;
+}
+
+/* ---- the sweep ---------------------------------------------------------------------------- */
+
+/* The live buffers in address order: a doubly linked list of slots (at most SWEEP_LIVE_MAX),
+ * slot 0 the head and tail sentinel. */
+struct live_slot {
+    uint64_t a, b;
+    uint32_t next, prev;
+};
+
+/* Min-heap of live buffers by end. */
+static void end_heap_down(const struct planner *p, uint32_t *h, size_t n, size_t i)
+{
+    uint32_t v = h[i];
+    for (;;) {
+        size_t c = 2 * i + 1;
+        if (c >= n)
+            break;
+        if (c + 1 < n && p->hi[h[c + 1]] < p->hi[h[c]])
+            c++;
+        if (p->hi[h[c]] >= p->hi[v])
+            break;
+        h[i] = h[c];
+        i = c;
+    }
+    h[i] = v;
+}
+
+int sweep_decode(struct planner *p, struct best_plan *best)
+{
+    size_t n = p->n, nheap = 0;
+    uint64_t(*by_lo)[2] = malloc(n * sizeof *by_lo + 1);
+    struct live_slot *slot = malloc((SWEEP_LIVE_MAX + 1) * sizeof *slot);
+    uint32_t *heap = malloc(SWEEP_LIVE_MAX * sizeof *heap), *slot_of = malloc(n * sizeof *slot_of + 1);
+    uint32_t *free_slots = malloc(SWEEP_LIVE_MAX * sizeof *free_slots), nfree = SWEEP_LIVE_MAX;
+    int rc = -1;
+    if (!by_lo || !slot || !heap || !slot_of || !free_slots)
+        goto out;
+    for (uint32_t x = 0; x < SWEEP_LIVE_MAX; x++)
+        free_slots[x] = SWEEP_LIVE_MAX - x;
+    slot[0] = (struct live_slot){0, 0, 0, 0};
+    for (size_t i = 0; i < n; i++) {
+        by_lo[i][0] = (uint64_t)p->lo[i] ^ (1ull << 63);
+        by_lo[i][1] = i;
+    }
+    if (radix_sort_words(&by_lo[0][0], n, 2, 0))
+        goto out;
+    uint64_t peak = 0;
+    rc = 1;
+    for (size_t k = 0; k < n; k++) {
+        uint32_t i = (uint32_t)by_lo[k][1];
+        while (nheap && p->hi[heap[0]] <= p->lo[i]) { /* the buffers that ended */
+            uint32_t s = slot_of[heap[0]];
+            heap[0] = heap[--nheap];
+            end_heap_down(p, heap, nheap, 0);
+            slot[slot[s].prev].next = slot[s].next;
+            slot[slot[s].next].prev = slot[s].prev;
+            free_slots[nfree++] = s;
+        }
+        if (nfree == 0)
+            goto out; /* too dense for the list */
+        uint64_t cur = 0, o = 0, end;
+        uint32_t x = slot[0].next;
+        for (; x != 0; x = slot[x].next) { /* the lowest gap that fits, by address */
+            if (round_up(cur, p->al[i], &o))
+                goto out; /* ends beyond 64 bits: leave it to the decoders */
+            if (o <= slot[x].a && slot[x].a - o >= p->sz[i])
+                break;
+            cur = slot[x].b > cur ? slot[x].b : cur;
+        }
+        if ((x == 0 && round_up(cur, p->al[i], &o)) || __builtin_add_overflow(o, p->sz[i], &end))
+            goto out;
+        uint32_t s = free_slots[--nfree]; /* before x (0: at the end) */
+        slot[s] = (struct live_slot){o, end, x, slot[x].prev};
+        slot[slot[x].prev].next = s;
+        slot[x].prev = s;
+        slot_of[i] = s;
+        p->off[i] = o;
+        peak = end > peak ? end : peak;
+        size_t h = nheap++;
+        for (; h > 0 && p->hi[heap[(h - 1) / 2]] > p->hi[i]; h = (h - 1) / 2)
+            heap[h] = heap[(h - 1) / 2];
+        heap[h] = i;
+    }
+    if (peak < best->peak) {
+        best->peak = peak;
+        best->name = "first-fit-sweep";
+        memcpy(best->off, p->off, n * sizeof *best->off);
+    }
+    rc = 0;
+out:
+    free(by_lo);
+    free(slot);
+    free(heap);
+    free(slot_of);
+    free(free_slots);
     return rc;
 }
 

@@ -29,22 +29,25 @@
  * A short buffer, the common case, reads one or two `cov` lists and a few dozen `part` entries.
  * Insertion only: the search removes buffers and uses the time classes instead.
  */
-struct part_entry { /* a buffer meeting a block in part: its segment range [f, e) */
-    uint32_t f, e, id;
-    uint32_t reach; /* for the entries starting and ending in the block: the largest e so far */
+struct part_span { /* a placed buffer meeting a block in part: its addresses and segment range */
+    uint64_t a, b;
+    uint32_t f, e;
+};
+
+struct part_list { /* sorted by address */
+    struct part_span *v;
+    uint32_t n, cap;
 };
 
 struct union_tree {
     size_t leaves; /* a power of two >= blocks */
+    size_t min_node; /* nodes below this index span more blocks than any buffer covers: no query
+                      * reads them, so they keep no list */
     size_t blocks;
     uint32_t width;         /* segments per block */
     uint32_t *first, *last; /* per buffer: segment range [first, last) (shared by workers) */
-    /* part entries of block B: part[pstart[B] .. pstart[B + 1]) (shared): first those starting
-     * before B, by decreasing end; from cstart[B] those ending after B, by start; from sstart[B]
-     * those starting and ending in B, by start. */
-    size_t *pstart, *cstart, *sstart;
-    struct part_entry *part;
     struct span_list *sub, *cov; /* per node / per block (per worker) */
+    struct part_list *part;      /* per block: the placed buffers meeting it in part (per worker) */
 };
 
 static void union_tree_free_lists(struct union_tree *t)
@@ -53,8 +56,11 @@ static void union_tree_free_lists(struct union_tree *t)
         free(t->sub[x].v);
     for (size_t x = 0; t->cov && x < t->blocks; x++)
         free(t->cov[x].v);
+    for (size_t x = 0; t->part && x < t->blocks; x++)
+        free(t->part[x].v);
     free(t->sub);
     free(t->cov);
+    free(t->part);
 }
 
 void union_tree_free(struct union_tree *t)
@@ -64,10 +70,6 @@ void union_tree_free(struct union_tree *t)
     union_tree_free_lists(t);
     free(t->first);
     free(t->last);
-    free(t->pstart);
-    free(t->cstart);
-    free(t->sstart);
-    free(t->part);
     free(t);
 }
 
@@ -76,7 +78,32 @@ void union_tree_clear(struct union_tree *t)
     for (size_t x = 0; x < 2 * t->leaves; x++)
         t->sub[x].n = 0;
     for (size_t x = 0; x < t->blocks; x++)
-        t->cov[x].n = 0;
+        t->cov[x].n = t->part[x].n = 0;
+}
+
+/* Insert a placed buffer's span into the part list of a block it meets in part. */
+static int part_list_add(struct part_list *l, struct part_span s)
+{
+    if (l->n == l->cap) {
+        uint32_t cap = l->cap ? 2 * l->cap : 16;
+        struct part_span *v = realloc(l->v, cap * sizeof *v);
+        if (!v)
+            return -1;
+        l->v = v;
+        l->cap = cap;
+    }
+    uint32_t a = 0, b = l->n;
+    while (a < b) {
+        uint32_t m = a + (b - a) / 2;
+        if (l->v[m].a < s.a)
+            a = m + 1;
+        else
+            b = m;
+    }
+    memmove(&l->v[a + 1], &l->v[a], (l->n - a) * sizeof *l->v);
+    l->v[a] = s;
+    l->n++;
+    return 0;
 }
 
 /* Add [s.a, s.b) to a sorted list of disjoint ranges, merging the ranges it meets or touches. */
@@ -129,13 +156,13 @@ static int span_list_covers(const struct span_list *l, struct span s)
     return a < l->n && l->v[a].a <= s.a && l->v[a].b >= s.b;
 }
 
-/* Add s to sub of leaf block `leaf` and its ancestors. The nodes whose sub receives a buffer are
- * closed upwards (canonical nodes of its covered blocks and the root paths of its first and last
- * blocks), so sub of a node contains sub of its children and once a list already covers s every
- * list above it does too. */
+/* Add s to sub of leaf block `leaf` and its ancestors (up to the highest node a query can read).
+ * The nodes whose sub receives a buffer are closed upwards (canonical nodes of its covered blocks
+ * and the root paths of its first and last blocks), so sub of a node contains sub of its children
+ * and once a list already covers s every list above it does too. */
 static int union_tree_add_path(struct union_tree *t, size_t leaf, struct span s)
 {
-    for (size_t x = leaf + t->leaves; x >= 1; x /= 2) {
+    for (size_t x = leaf + t->leaves; x >= t->min_node; x /= 2) {
         if (span_list_covers(&t->sub[x], s))
             return 0;
         if (span_list_add(&t->sub[x], s))
@@ -158,6 +185,10 @@ int union_tree_insert(struct union_tree *t, size_t i, struct span s)
 {
     size_t m1, m2, c1, c2;
     tree_blocks(t, i, &m1, &m2, &c1, &c2);
+    struct part_span ps = {s.a, s.b, t->first[i], t->last[i]};
+    if ((!(c1 <= m1 && m1 < c2) && part_list_add(&t->part[m1], ps)) ||
+        (m2 != m1 && !(c1 <= m2 && m2 < c2) && part_list_add(&t->part[m2], ps)))
+        return -1;
     if (union_tree_add_path(t, m1, s) || (m2 != m1 && union_tree_add_path(t, m2, s)))
         return -1;
     if (c1 >= c2)
@@ -176,7 +207,7 @@ int union_tree_insert(struct union_tree *t, size_t i, struct span s)
     return 0;
 }
 
-/* A worker's own copy: the segment ranges and part lists are shared, the address lists are not. */
+/* A worker's own copy: the segment ranges are shared, the address lists are not. */
 int union_tree_clone(struct union_tree **out, const struct union_tree *t)
 {
     struct union_tree *w = calloc(1, sizeof *w);
@@ -186,7 +217,8 @@ int union_tree_clone(struct union_tree **out, const struct union_tree *t)
     *w = *t;
     w->sub = calloc(2 * w->leaves, sizeof *w->sub);
     w->cov = calloc(w->blocks, sizeof *w->cov);
-    return w->sub && w->cov ? 0 : -1;
+    w->part = calloc(w->blocks, sizeof *w->part);
+    return w->sub && w->cov && w->part ? 0 : -1;
 }
 
 void union_tree_free_clone(struct union_tree *t)
@@ -315,26 +347,24 @@ static int append_list(struct planner *p, size_t *k, const struct span_list *l)
     return 0;
 }
 
-/* LSD radix sort of v[0..n) on the start address (scratch tmp of n), skipping equal bytes. */
-static void radix_sort_range(struct span *v, struct span *tmp, size_t n)
+/* Merge sort of v[0..n) on the start address (scratch tmp of n): insertion-sorted runs of 16,
+ * then merge passes. Below a few thousand spans it beats the radix sort, whose 256-entry
+ * histograms cost more than the spans themselves. */
+static void merge_sort_range(struct span *v, struct span *tmp, size_t n)
 {
-    uint64_t all_or = 0, all_and = ~0ull;
-    for (size_t x = 0; x < n; x++) {
-        all_or |= v[x].a;
-        all_and &= v[x].a;
-    }
-    uint64_t differ = all_or ^ all_and;
+    for (size_t a = 0; a < n; a += 16)
+        insertion_sort_spans(&v[a], n - a < 16 ? n - a : 16);
     struct span *src = v, *dst = tmp;
-    for (int shift = 0; shift < 64; shift += 8) {
-        if (!((differ >> shift) & 0xff))
-            continue;
-        size_t cnt[257] = {0};
-        for (size_t x = 0; x < n; x++)
-            cnt[((src[x].a >> shift) & 0xff) + 1]++;
-        for (int d = 0; d < 256; d++)
-            cnt[d + 1] += cnt[d];
-        for (size_t x = 0; x < n; x++)
-            dst[cnt[(src[x].a >> shift) & 0xff]++] = src[x];
+    for (size_t w = 16; w < n; w *= 2) {
+        for (size_t a = 0; a < n; a += 2 * w) {
+            size_t m = a + w < n ? a + w : n, e = a + 2 * w < n ? a + 2 * w : n, x = a, y = m, o = a;
+            while (x < m && y < e)
+                dst[o++] = src[y].a < src[x].a ? src[y++] : src[x++];
+            while (x < m)
+                dst[o++] = src[x++];
+            while (y < e)
+                dst[o++] = src[y++];
+        }
         struct span *t = src;
         src = dst;
         dst = t;
@@ -343,54 +373,27 @@ static void radix_sort_range(struct span *v, struct span *tmp, size_t n)
         memcpy(v, src, n * sizeof *v);
 }
 
-/* Add the span of buffer j, which overlaps buffer i in time, when it is placed. */
-static inline int take_part(struct planner *p, size_t i, uint32_t j, size_t *k)
-{
-    if (!p->placed[j] || j == i || p->sz[j] == 0)
-        return 0;
-    if (*k == p->segcap && reserve_spans(p, *k + 1))
-        return -1;
-    p->seg[*k].a = p->off[j];
-    p->seg[(*k)++].b = p->off[j] + p->sz[j];
-    return 0;
-}
-
 /* Block B, met by buffer i without being covered: the covering buffers' list as one run, and
- * the placed buffers of part[B] that overlap i, sorted, as another. */
+ * the placed buffers meeting B in part that overlap i as another (already by address). */
 static int collect_partial_block(struct planner *p, size_t i, size_t B, size_t *k)
 {
     const struct union_tree *t = p->tree;
     if (defer_list(p, &t->cov[B]))
         return -1;
+    const struct part_list *l = &t->part[B];
     uint32_t f = t->first[i], e = t->last[i];
-    size_t from = *k;
-    /* Skip the entries that end at or before f: in the first group (by decreasing end) they
-     * come last; in the third, they come before the first entry whose reach passes f. */
-    size_t a = t->sstart[B], b = t->pstart[B + 1];
-    while (a < b) {
-        size_t m = a + (b - a) / 2;
-        if (t->part[m].reach <= f)
-            a = m + 1;
-        else
-            b = m;
+    if (*k + l->n > p->segcap && reserve_spans(p, *k + l->n))
+        return -1;
+    size_t from = *k, o = from;
+    struct span *seg = p->seg;
+    for (uint32_t x = 0; x < l->n; x++) {
+        const struct part_span *ps = &l->v[x];
+        seg[o] = (struct span){ps->a, ps->b};
+        o += ps->f < e && ps->e > f; /* kept when it overlaps i in time */
     }
-    const struct part_entry *pe = t->part;
-    for (size_t x = t->pstart[B]; x < t->cstart[B] && pe[x].e > f; x++) /* start before B */
-        if (take_part(p, i, pe[x].id, k))
-            return -1;
-    for (size_t x = t->cstart[B]; x < t->sstart[B] && pe[x].f < e; x++) /* end after B */
-        if (take_part(p, i, pe[x].id, k))
-            return -1;
-    for (size_t x = a; x < t->pstart[B + 1] && pe[x].f < e; x++) /* inside B */
-        if (pe[x].e > f && take_part(p, i, pe[x].id, k))
-            return -1;
-    size_t cnt = *k - from;
-    if (!cnt)
+    *k = o;
+    if (o == from)
         return 0;
-    if (cnt < 32)
-        insertion_sort_spans(&p->seg[from], cnt);
-    else
-        radix_sort_range(&p->seg[from], &p->tmp[from], cnt);
     if (p->nruns + 2 > p->runcap && reserve_runs(p))
         return -1;
     p->runs[p->nruns++] = from;
@@ -464,6 +467,10 @@ static void insertion_sort_spans(struct span *s, size_t n)
  * agrees. */
 static void radix_sort_spans(struct planner *p, size_t n)
 {
+    if (n < 2048) {
+        merge_sort_range(p->seg, p->tmp, n);
+        return;
+    }
     uint64_t all_or = 0, all_and = ~0ull;
     for (size_t i = 0; i < n; i++) {
         all_or |= p->seg[i].a;
@@ -568,20 +575,6 @@ static double average_overlap(const struct planner *p, int64_t *los, int64_t *hi
  * enough that filtering a block's part list stays cheap. */
 #define BLOCK_ENDS 768
 
-/* While building: reach holds the group (0: starts before the block, 1: ends after it, 2: both
- * in it); group 0 by decreasing end, the others by start. */
-static int cmp_part_entry(const void *x, const void *y)
-{
-    const struct part_entry *a = x, *b = y;
-    if (a->reach != b->reach)
-        return a->reach < b->reach ? -1 : 1;
-    if (a->reach == 0 && a->e != b->e)
-        return a->e > b->e ? -1 : 1;
-    if (a->f != b->f)
-        return a->f < b->f ? -1 : 1;
-    return a->id < b->id ? -1 : a->id > b->id;
-}
-
 static int build_union_tree(struct planner *p)
 {
     size_t n = p->n, m = 0;
@@ -624,52 +617,21 @@ static int build_union_tree(struct planner *p)
     t->leaves = 1;
     while (t->leaves < t->blocks)
         t->leaves *= 2;
+    /* The canonical nodes of a buffer's covered blocks span at most as many blocks as it covers. */
+    size_t most = 1;
+    for (size_t i = 0; i < n; i++) {
+        size_t m1, m2, c1, c2;
+        tree_blocks(t, i, &m1, &m2, &c1, &c2);
+        most = c2 > c1 && c2 - c1 > most ? c2 - c1 : most;
+    }
+    t->min_node = t->leaves;
+    while (t->min_node > 1 && t->leaves / (t->min_node / 2) <= most)
+        t->min_node /= 2;
     t->sub = calloc(2 * t->leaves, sizeof *t->sub);
     t->cov = calloc(t->blocks, sizeof *t->cov);
-    t->pstart = calloc(t->blocks + 2, sizeof *t->pstart);
-    t->cstart = malloc(t->blocks * sizeof *t->cstart + 1);
-    t->sstart = malloc(t->blocks * sizeof *t->sstart + 1);
-    if (!t->sub || !t->cov || !t->first || !t->last || !t->pstart || !t->cstart || !t->sstart)
+    t->part = calloc(t->blocks, sizeof *t->part);
+    if (!t->sub || !t->cov || !t->part)
         return -1;
-    size_t total = 0;
-    for (int pass = 0; pass < 2; pass++) {
-        for (size_t i = 0; i < n; i++) {
-            size_t m1, m2, c1, c2;
-            tree_blocks(t, i, &m1, &m2, &c1, &c2);
-            for (size_t B = m1; B <= m2; B += (m2 > m1 ? m2 - m1 : 1)) {
-                if (B >= c1 && B < c2)
-                    continue;
-                if (pass == 0)
-                    t->pstart[B + 2]++, total++;
-                else
-                    t->part[t->pstart[B + 1]++] = (struct part_entry){t->first[i], t->last[i], (uint32_t)i,
-                                                                      t->first[i] < B * w        ? 0
-                                                                      : t->last[i] > (B + 1) * w ? 1
-                                                                                                 : 2};
-            }
-        }
-        if (pass == 0) {
-            for (size_t B = 0; B < t->blocks; B++)
-                t->pstart[B + 2] += t->pstart[B + 1];
-            if (!(t->part = malloc(total * sizeof *t->part + 1)))
-                return -1;
-        }
-    }
-    for (size_t B = 0; B < t->blocks; B++) {
-        size_t x = t->pstart[B], end = t->pstart[B + 1];
-        qsort(&t->part[x], end - x, sizeof *t->part, cmp_part_entry);
-        for (; x < end && t->part[x].reach == 0; x++)
-            ;
-        t->cstart[B] = x;
-        for (; x < end && t->part[x].reach == 1; x++)
-            ;
-        t->sstart[B] = x;
-        uint32_t reach = 0;
-        for (x = t->pstart[B]; x < end; x++) {
-            reach = x >= t->sstart[B] && t->part[x].e > reach ? t->part[x].e : reach;
-            t->part[x].reach = reach;
-        }
-    }
     return 0;
 }
 

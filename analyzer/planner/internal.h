@@ -121,6 +121,7 @@ struct planner {
     char *err;
     atomic_size_t *stop; /* in a portfolio worker: decoders after *stop are not needed */
     size_t index;        /* the decoder being run, compared with *stop */
+    double abandon;      /* a decoder still running at this time gives up (0: never) */
 };
 
 enum fit { FIT_BEST, FIT_FIRST };
@@ -196,8 +197,15 @@ int breadth_of(const struct planner *p, uint64_t *breadth);
 int make_order(const struct planner *p, enum order_kind kind, const uint64_t *breadth, double noise, uint64_t *rng,
                uint32_t *order);
 int try_order(struct planner *p, const uint32_t *order, enum fit fit, const char *name, struct best_plan *best);
-/* deadline (0: none): decoders after the first two do not start once it has passed. */
-int run_portfolio(struct planner *p, const uint64_t *breadth, double deadline, struct best_plan *best);
+/* deadline (0: none): decoders after the first two do not start once it has passed; with
+ * `abandon` (best holds a layout already) every decoder gives up when it passes. */
+int run_portfolio(struct planner *p, const uint64_t *breadth, double deadline, int abandon, struct best_plan *best);
+/* The sweep: first fit in order of start with the live buffers in an array by address, in
+ * O(n log n + n * live); the layout that the time limit never takes away on large problems.
+ * Returns 0 (best set), 1 when more than SWEEP_LIVE_MAX buffers are alive at once (nothing
+ * done), -1 on OOM. */
+#define SWEEP_LIVE_MAX 8192
+int sweep_decode(struct planner *p, struct best_plan *best);
 /* The bottom-up canonical decoder: always the unplaced buffer with the lowest floor. */
 int canonical_decode(struct planner *p, const uint64_t *breadth, struct best_plan *best);
 
@@ -236,5 +244,14 @@ void decider_free(struct decider *d);
 enum decision decide(struct decider *d, uint64_t capacity, unsigned config, uint64_t node_limit, struct budget *bud,
                      uint64_t *off);
 unsigned decider_configs(void);
+/* For a repair (repair.c): every buffer i must sit at or above base[i] and end at or below
+ * ceil[i] (both arrays of p->n, kept by the caller; NULL: no bounds). The failed states learnt
+ * belong to these bounds: one decider per set of bounds. */
+void decider_bound(struct decider *d, const uint64_t *base, const uint64_t *ceil);
+
+/* repair.c: improve best (a complete layout) by re-solving parts of it with the decision search,
+ * aiming at capacities from `lower` up; *improved when best's peak dropped. 0, or -1 on OOM. */
+int repair_search(struct planner *p, struct best_plan *best, uint64_t lower, uint64_t seed, struct budget *bud,
+                  int *improved);
 
 #endif

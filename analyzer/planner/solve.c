@@ -12,6 +12,9 @@
 
 #define DECISION_NAME "decision-search"
 
+/* From this many buffers on, a time limit starts with the sweep's layout (greedy.c). */
+#define SWEEP_PROBLEM 20000
+
 static uint64_t peak_of(const struct planner *p, const uint64_t *off)
 {
     uint64_t peak = 0;
@@ -33,7 +36,7 @@ static void accept_layout(const struct planner *p, const uint64_t *off, struct b
 
 /*
  * Restarts with growing node limits: each round probes the lower bound with every configuration
- * of the decision search, then binary-searches the capacities above it with one configuration;
+ * of the decision search, then searches down from the best layout with one configuration;
  * INFEASIBLE raises the lower bound, FOUND lowers the best peak, ABORTED (node limit reached)
  * counts as "not at this limit". Then the limit doubles. Failed states are shared by all rounds.
  */
@@ -65,10 +68,12 @@ static int capacity_search(struct planner *p, struct best_plan *best, uint64_t *
             limit /= 2; /* progress at this limit: try it again */
             continue;
         }
-        /* An aborted probe above the lower bound ends the round: what lies above it is barely
-         * better than the best layout, and the limit is what needs to grow. */
+        /* Then down from the best layout: each probe an eighth of the gap below it (FOUND lowers
+         * the best peak, INFEASIBLE raises the lower bound); an aborted probe is retried closer
+         * to the best layout, and one right below it ends the round: the limit must grow. */
+        uint64_t share = 8;
         for (uint64_t a = *lower + 1, b = best->peak - 1; a <= b && b != UINT64_MAX && !budget_spent(bud);) {
-            uint64_t c = a + (b - a) / 2;
+            uint64_t c = b - (b - a) / share;
             enum decision r = decide(d, c, round % nconfig, limit, bud, off);
             if (r == DECISION_ERROR)
                 goto out;
@@ -78,6 +83,8 @@ static int capacity_search(struct planner *p, struct best_plan *best, uint64_t *
             } else if (r == DECISION_INFEASIBLE) {
                 *lower = c + 1;
                 a = c + 1;
+            } else if (c < b && share < ((uint64_t)1 << 40)) {
+                share *= 4;
             } else {
                 break;
             }
@@ -89,6 +96,14 @@ out:
     return rc;
 }
 
+/* The part `frac` of the budget (time and work) from its start, with `used` steps already spent. */
+static struct budget share(const struct ws_plan_options *o, double t0, double frac, uint64_t used)
+{
+    uint64_t limit = (uint64_t)((double)o->work_limit * frac);
+    return (struct budget){used, limit > used ? limit : used, o->work_limit > 0,
+                           o->time_limit_s > 0 ? t0 + o->time_limit_s * frac : 0};
+}
+
 /* The portfolio, then within the budget the capacity search (up to 70 % of it) and the
  * neighbourhood search (the rest). */
 static int plan_all(struct planner *p, const struct ws_plan_options *o, double t0, struct best_plan *best,
@@ -98,23 +113,45 @@ static int plan_all(struct planner *p, const struct ws_plan_options *o, double t
     uint64_t *breadth = malloc(p->n * sizeof *breadth + 1);
     uint64_t rng = o->seed ^ 0x2545f4914f6cdd1dull;
     int searching = o->time_limit_s > 0 || o->work_limit > 0, rc = -1;
-    /* The breadth orders are used by the portfolio up to LARGE_PROBLEM buffers and by the search. */
-    int need_breadth = p->n <= LARGE_PROBLEM || searching;
+    /* The breadth orders are used by the portfolio up to LARGE_PROBLEM buffers, and by the
+     * search, computed for it only when it runs (large problems often spend the time limit on the
+     * portfolio). */
+    int need_breadth = p->n <= LARGE_PROBLEM;
     /* The time limit covers the whole call: the decoders beyond the first two and the searches
      * only run while it lasts. */
     double deadline = o->time_limit_s > 0 ? t0 + o->time_limit_s : 0;
-    if (!order || !breadth || (need_breadth && breadth_of(p, breadth)) || run_portfolio(p, breadth, deadline, best))
+    /* With a time limit, large problems first get the sweep's layout (fast: first fit by start),
+     * so that the decoders may give up at the limit and the call still returns a layout in time. */
+    int swept = 0;
+    if (deadline > 0 && p->n >= SWEEP_PROBLEM) {
+        int r = sweep_decode(p, best);
+        if (r < 0)
+            goto out;
+        swept = r == 0;
+    }
+    if (!order || !breadth || (need_breadth && breadth_of(p, breadth)) ||
+        run_portfolio(p, breadth, deadline, swept, best))
         goto out;
     if (deadline > 0 && now_s() >= deadline)
         searching = 0;
+    if (!need_breadth && searching && best->peak > *lower && breadth_of(p, breadth))
+        goto out;
     if (p->n <= LARGE_PROBLEM && best->peak > p->lb && (searching || !deadline) && canonical_decode(p, breadth, best))
         goto out;
+    /* The budget in shares: the capacity search up to 35 %, the repairs up to 75 %, the
+     * neighbourhood search the rest. */
+    int repaired = 0;
     if (searching && best->peak > *lower) {
-        struct budget bud = {0, o->work_limit / 10 * 7 + (o->work_limit < 10 ? o->work_limit : 0), o->work_limit > 0,
-                             o->time_limit_s > 0 ? t0 + o->time_limit_s * 0.7 : 0};
+        struct budget bud = share(o, t0, 0.35, 0);
         if (capacity_search(p, best, lower, o->seed, &bud))
             goto out;
         *work += bud.used;
+    }
+    if (searching && best->peak > *lower && (!o->work_limit || *work < o->work_limit)) {
+        struct budget bud = share(o, t0, 0.75, *work);
+        if (repair_search(p, best, *lower, o->seed, &bud, &repaired))
+            goto out;
+        *work = bud.used;
     }
     int neighbourhood = 0; /* the neighbourhood search improved the layout */
     if (searching && best->peak > *lower && (!o->work_limit || *work < o->work_limit)) {
@@ -136,7 +173,7 @@ static int plan_all(struct planner *p, const struct ws_plan_options *o, double t
         *work = rest.used;
         neighbourhood = best->peak < before;
     }
-    snprintf(algorithm, alen, "%s%s", best->name, neighbourhood ? "+search" : "");
+    snprintf(algorithm, alen, "%s%s%s", best->name, repaired ? "+repair" : "", neighbourhood ? "+search" : "");
     rc = 0;
 out:
     free(order);
