@@ -7,9 +7,11 @@
 /* The runtime keeps the last error per host thread (cudaGetLastError's documentation). */
 static _Thread_local cudaError_t last_error = cudaSuccess;
 
+_Thread_local int sim_driver_depth;
+
 cudaError_t sim_result(cudaError_t err)
 {
-    if (err != cudaSuccess)
+    if (err != cudaSuccess && sim_driver_depth == 0)
         last_error = err;
     return err;
 }

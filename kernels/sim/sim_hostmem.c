@@ -231,25 +231,3 @@ cudaError_t cudaIpcCloseMemHandle(void *devPtr)
     }
     return cudaSuccess;
 }
-
-/* The driver's size query for the base of an allocation (tools size the memory a handle opened
- * with it; the real one is in libcuda.so.1).  Exported under its driver name. */
-typedef unsigned long long sim_devptr;
-int cuMemGetAddressRange_v2(sim_devptr *base, size_t *size, sim_devptr dptr) __attribute__((visibility("default")));
-int cuMemGetAddressRange_v2(sim_devptr *base, size_t *size, sim_devptr dptr)
-{
-    enum { CUDA_SUCCESS_ = 0, CUDA_ERROR_INVALID_VALUE_ = 1, CUDA_ERROR_NOT_FOUND_ = 500 };
-    pthread_mutex_lock(&sim_lock);
-    struct sim_entry *e = sim_table_get((void *)(uintptr_t)dptr);
-    int known = e && (e->kind == SIM_DEVICE_MEM || e->kind == SIM_MANAGED_MEM || e->kind == SIM_IPC_MAPPING ||
-                      e->kind == SIM_GRAPH_MEM);
-    size_t bytes = known ? e->size : 0;
-    pthread_mutex_unlock(&sim_lock);
-    if (!known)
-        return CUDA_ERROR_NOT_FOUND_;
-    if (base)
-        *base = dptr;
-    if (size)
-        *size = bytes;
-    return CUDA_SUCCESS_;
-}
