@@ -27,9 +27,13 @@ CUresult sim_driver_code(cudaError_t err);
         sim_driver_code(drv_err_);                                                                                     \
     })
 
-/* A driver entry point's second name: the _ptsz/_ptds variant, or an older name with the same
- * signature.  Exported like the entry point itself. */
-#define DRV_ALIAS(name, target) SIM_ALIAS(name, target)
+/* A driver entry point's second name: the _ptsz/_ptds variant, or an older form with the same
+ * signature.  Exported like the entry point itself, and a function of its own (a jump to the
+ * entry point), as in the real driver: a tool that tells entry points apart by address, as
+ * cuGetProcAddress hands them out, sees two. */
+#define DRV_ALIAS(name, target)                                                                                        \
+    __asm__(".globl " #name "\n\t.type " #name ", @function\n\t.p2align 4\n" #name ":\n\tjmp " #target           \
+            "@PLT\n\t.size " #name ", .-" #name)
 
 static inline void *drv_ptr(CUdeviceptr p) { return (void *)(uintptr_t)p; }
 static inline CUdeviceptr drv_devptr(const void *p) { return (CUdeviceptr)(uintptr_t)p; }
