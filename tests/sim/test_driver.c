@@ -382,3 +382,118 @@ Test(sim_driver, noop_setting_must_be_0_or_1)
     cr_expect_eq(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL), CUDA_ERROR_NOT_FOUND,
                  "an unreadable setting leaves no-op kernels off");
 }
+
+/* ---- graphs through the driver ---- */
+
+static void fill_seven(void **args)
+{
+    unsigned char *p = *(unsigned char **)args[0];
+    p[0] = 7;
+}
+
+/* A graph made with the driver: an allocation node, a kernel node of a module function that
+ * writes the memory, a free node; each of the launches allocates and frees once and runs the
+ * kernel once (3 launches: 3 allocations, 3 frees, 3 kernels). */
+Test(sim_driver, driver_graph_with_memory_nodes_runs_them_at_each_launch)
+{
+    size_t sizes[] = {sizeof(void *)};
+    cr_assert_eq(wssim_register_host_kernel_params("fill_seven", fill_seven, 1, sizes), 0);
+    CUmodule mod = NULL;
+    CUfunction f = NULL;
+    cr_assert_eq(cuModuleLoadData(&mod, "image"), CUDA_SUCCESS);
+    cr_assert_eq(cuModuleGetFunction(&f, mod, "fill_seven"), CUDA_SUCCESS);
+
+    CUgraph g = NULL;
+    cr_assert_eq(cuGraphCreate(&g, 0), CUDA_SUCCESS);
+    CUDA_MEM_ALLOC_NODE_PARAMS alloc;
+    memset(&alloc, 0, sizeof alloc);
+    alloc.poolProps.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+    alloc.poolProps.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    alloc.bytesize = MiB;
+    CUgraphNode a = NULL, k = NULL, fr = NULL;
+    cr_assert_eq(cuGraphAddMemAllocNode(&a, g, NULL, 0, &alloc), CUDA_SUCCESS);
+    cr_assert_neq(alloc.dptr, 0, "the node's address is fixed when it is added");
+    void *params[] = {&alloc.dptr};
+    CUDA_KERNEL_NODE_PARAMS kp;
+    memset(&kp, 0, sizeof kp);
+    kp.func = f;
+    kp.gridDimX = kp.gridDimY = kp.gridDimZ = 1;
+    kp.blockDimX = kp.blockDimY = kp.blockDimZ = 1;
+    kp.kernelParams = params;
+    cr_assert_eq(cuGraphAddKernelNode(&k, g, &a, 1, &kp), CUDA_SUCCESS);
+    cr_assert_eq(cuGraphAddMemFreeNode(&fr, g, &k, 1, alloc.dptr), CUDA_SUCCESS);
+    size_t nodes = 0;
+    cr_assert_eq(cuGraphGetNodes(g, NULL, &nodes), CUDA_SUCCESS);
+    cr_expect_eq(nodes, 3);
+    CUgraphNodeType type;
+    cr_assert_eq(cuGraphNodeGetType(a, &type), CUDA_SUCCESS);
+    cr_expect_eq(type, CU_GRAPH_NODE_TYPE_MEM_ALLOC);
+
+    CUgraphExec exec = NULL;
+    cr_assert_eq(cuGraphInstantiateWithFlags(&exec, g, 0), CUDA_SUCCESS);
+    struct wssim_stats before = stats();
+    enum { LAUNCHES = 3 };
+    for (int i = 0; i < LAUNCHES; i++)
+        cr_expect_eq(cuGraphLaunch(exec, NULL), CUDA_SUCCESS);
+    struct wssim_stats s = stats();
+    cr_expect_eq(s.alloc_calls - before.alloc_calls, LAUNCHES);
+    cr_expect_eq(s.free_calls - before.free_calls, LAUNCHES);
+    cr_expect_eq(s.launches - before.launches, LAUNCHES);
+    cr_expect_eq(s.live_bytes, before.live_bytes);
+    cr_expect_geq(s.peak_bytes, before.live_bytes + MiB);
+    cr_expect_eq(cuGraphExecDestroy(exec), CUDA_SUCCESS);
+    cr_expect_eq(cuGraphDestroy(g), CUDA_SUCCESS);
+    cr_expect_eq(cuModuleUnload(mod), CUDA_SUCCESS);
+}
+
+/* Stream capture through the driver: a stream-ordered allocation captured is not made at
+ * capture time, and is made at each launch (2 launches, 2 allocations). */
+Test(sim_driver, driver_capture_defers_allocations_to_the_launches)
+{
+    CUstream s = NULL;
+    cr_assert_eq(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+    struct wssim_stats before = stats();
+    cr_assert_eq(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
+    CUstreamCaptureStatus status;
+    cr_assert_eq(cuStreamIsCapturing(s, &status), CUDA_SUCCESS);
+    cr_expect_eq(status, CU_STREAM_CAPTURE_STATUS_ACTIVE);
+    CUdeviceptr p = 0;
+    cr_assert_eq(cuMemAllocAsync(&p, 4 * MiB, s), CUDA_SUCCESS);
+    cr_assert_eq(cuMemsetD8Async(p, 1, 4 * MiB, s), CUDA_SUCCESS);
+    cr_assert_eq(cuMemFreeAsync(p, s), CUDA_SUCCESS);
+    CUdeviceptr q = 0;
+    cr_expect_eq(cuMemAlloc(&q, 16), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, "cuMemAlloc while capturing (global)");
+    CUgraph g = NULL;
+    cr_assert_eq(cuStreamEndCapture(s, &g), CUDA_ERROR_STREAM_CAPTURE_INVALIDATED,
+                 "the forbidden call invalidated the capture");
+    cr_expect_eq(stats().alloc_calls, before.alloc_calls, "nothing allocated while capturing");
+
+    cr_assert_eq(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_RELAXED), CUDA_SUCCESS);
+    cr_assert_eq(cuMemAllocAsync(&p, 4 * MiB, s), CUDA_SUCCESS);
+    cr_assert_eq(cuMemFreeAsync(p, s), CUDA_SUCCESS);
+    cr_assert_eq(cuStreamEndCapture(s, &g), CUDA_SUCCESS);
+    cr_expect_eq(stats().alloc_calls, before.alloc_calls, "nothing allocated while capturing");
+    CUgraphExec exec = NULL;
+    cr_assert_eq(cuGraphInstantiateWithFlags(&exec, g, 0), CUDA_SUCCESS);
+    cr_expect_eq(cuGraphLaunch(exec, s), CUDA_SUCCESS);
+    cr_expect_eq(cuGraphLaunch(exec, s), CUDA_SUCCESS);
+    cr_expect_eq(stats().alloc_calls - before.alloc_calls, 2);
+    cr_expect_eq(cuGraphExecDestroy(exec), CUDA_SUCCESS);
+    cr_expect_eq(cuGraphDestroy(g), CUDA_SUCCESS);
+    cr_expect_eq(cuStreamDestroy(s), CUDA_SUCCESS);
+}
+
+Test(sim_driver, driver_arrays_count_their_elements)
+{
+    struct wssim_stats before = stats();
+    CUarray arr = NULL;
+    CUDA_ARRAY_DESCRIPTOR d = {.Width = 64, .Height = 32, .Format = CU_AD_FORMAT_FLOAT, .NumChannels = 4};
+    cr_assert_eq(cuArrayCreate(&arr, &d), CUDA_SUCCESS);
+    cr_expect_eq(stats().live_bytes - before.live_bytes, 64 * 32 * 4 * sizeof(float));
+    CUDA_ARRAY_DESCRIPTOR bad = d;
+    bad.NumChannels = 3;
+    CUarray none = NULL;
+    cr_expect_eq(cuArrayCreate(&none, &bad), CUDA_ERROR_INVALID_VALUE, "three channels");
+    cr_expect_eq(cuArrayDestroy(arr), CUDA_SUCCESS);
+    cr_expect_eq(stats().live_bytes, before.live_bytes);
+}
