@@ -32,7 +32,7 @@ CUresult sim_driver_code(cudaError_t err);
  * entry point), as in the real driver: a tool that tells entry points apart by address, as
  * cuGetProcAddress hands them out, sees two. */
 #define DRV_ALIAS(name, target)                                                                                        \
-    __asm__(".globl " #name "\n\t.type " #name ", @function\n\t.p2align 4\n" #name ":\n\tjmp " #target           \
+    __asm__(".globl " #name "\n\t.type " #name ", @function\n\t.p2align 4\n" #name ":\n\tjmp " #target                 \
             "@PLT\n\t.size " #name ", .-" #name)
 
 static inline void *drv_ptr(CUdeviceptr p) { return (void *)(uintptr_t)p; }

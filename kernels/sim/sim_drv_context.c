@@ -125,10 +125,38 @@ CUresult cuDeviceTotalMem(size_t *bytes, CUdevice dev)
     return CUDA_SUCCESS;
 }
 
-/* CUdevice_attribute and cudaDeviceAttr number the attributes alike. */
+/* CUdevice_attribute and cudaDeviceAttr number the attributes alike; the driver has a few the
+ * runtime does not (virtual memory, its handle types, stream memory operations). */
 CUresult cuDeviceGetAttribute(int *pi, CUdevice_attribute attrib, CUdevice dev)
 {
-    return DRV(cudaDeviceGetAttribute(pi, (enum cudaDeviceAttr)attrib, dev));
+    int value = -1;
+    switch (attrib) {
+    case CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED:
+    case CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED:
+    case CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS:
+    case CU_DEVICE_ATTRIBUTE_CAN_USE_STREAM_WAIT_VALUE_NOR: value = 1; break;
+    case CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_WIN32_HANDLE_SUPPORTED:
+    case CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_WIN32_KMT_HANDLE_SUPPORTED:
+    case CU_DEVICE_ATTRIBUTE_GENERIC_COMPRESSION_SUPPORTED:
+    case CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_WITH_CUDA_VMM_SUPPORTED:
+    case CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED:
+    case CU_DEVICE_ATTRIBUTE_TENSOR_MAP_ACCESS_SUPPORTED:
+    case CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_FABRIC_SUPPORTED:
+    case CU_DEVICE_ATTRIBUTE_UNIFIED_FUNCTION_POINTERS:
+    case CU_DEVICE_ATTRIBUTE_MULTICAST_SUPPORTED:
+    case CU_DEVICE_ATTRIBUTE_MEM_DECOMPRESS_ALGORITHM_MASK:
+    case CU_DEVICE_ATTRIBUTE_MEM_DECOMPRESS_MAXIMUM_LENGTH:
+    case CU_DEVICE_ATTRIBUTE_HOST_NUMA_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED:
+    case CU_DEVICE_ATTRIBUTE_HOST_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED:
+    case CU_DEVICE_ATTRIBUTE_HOST_ALLOC_DMA_BUF_SUPPORTED: value = 0; break;
+    default: return DRV(cudaDeviceGetAttribute(pi, (enum cudaDeviceAttr)attrib, dev));
+    }
+    if (!pi)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (dev != 0)
+        return CUDA_ERROR_INVALID_DEVICE;
+    *pi = value;
+    return CUDA_SUCCESS;
 }
 
 CUresult cuDeviceComputeCapability(int *major, int *minor, CUdevice dev)
@@ -454,6 +482,11 @@ CUresult cuCtxSetCacheConfig(CUfunc_cache config)
     (void)config;
     return CUDA_SUCCESS;
 }
+
+/* ---- profiler ---- */
+
+CUresult cuProfilerStart(void) { return CUDA_SUCCESS; }
+CUresult cuProfilerStop(void) { return CUDA_SUCCESS; }
 
 /* ---- error texts ---- */
 

@@ -736,6 +736,61 @@ CUresult cuMemGetAddressRange(CUdeviceptr *pbase, size_t *psize, CUdeviceptr dpt
     return CUDA_SUCCESS;
 }
 
+/* What the runtime's cudaPointerGetAttributes says, in the driver's terms. */
+CUresult cuPointerGetAttribute(void *data, CUpointer_attribute attribute, CUdeviceptr ptr)
+{
+    struct cudaPointerAttributes a;
+    if (!data)
+        return CUDA_ERROR_INVALID_VALUE;
+    CUresult rc = DRV(cudaPointerGetAttributes(&a, drv_ptr(ptr)));
+    if (rc != CUDA_SUCCESS)
+        return rc;
+    if (a.type == cudaMemoryTypeUnregistered && attribute != CU_POINTER_ATTRIBUTE_IS_MANAGED)
+        return CUDA_ERROR_INVALID_VALUE; /* the driver does not know the pointer */
+    switch (attribute) {
+    case CU_POINTER_ATTRIBUTE_MEMORY_TYPE:
+        *(unsigned *)data = a.type == cudaMemoryTypeHost ? CU_MEMORYTYPE_HOST : CU_MEMORYTYPE_DEVICE;
+        return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_DEVICE_POINTER: *(CUdeviceptr *)data = drv_devptr(a.devicePointer); return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_HOST_POINTER: *(void **)data = a.hostPointer; return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_IS_MANAGED: *(unsigned *)data = a.type == cudaMemoryTypeManaged; return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL: *(int *)data = 0; return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_MAPPED: *(unsigned *)data = 1; return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR:
+    case CU_POINTER_ATTRIBUTE_RANGE_SIZE: {
+        CUdeviceptr base = 0;
+        size_t size = 0;
+        rc = cuMemGetAddressRange(&base, &size, ptr);
+        if (rc == CUDA_SUCCESS && attribute == CU_POINTER_ATTRIBUTE_RANGE_START_ADDR)
+            *(CUdeviceptr *)data = base;
+        else if (rc == CUDA_SUCCESS)
+            *(size_t *)data = size;
+        return rc;
+    }
+    default: return CUDA_ERROR_INVALID_VALUE;
+    }
+}
+
+CUresult cuMemAdvise(CUdeviceptr devPtr, size_t count, CUmem_advise advice, CUmemLocation location)
+{
+    struct cudaMemLocation l = {(enum cudaMemLocationType)location.type, location.id};
+    return DRV(cudaMemAdvise(drv_ptr(devPtr), count, (enum cudaMemoryAdvise)advice, l));
+}
+
+CUresult cuMemPrefetchAsync(CUdeviceptr devPtr, size_t count, CUmemLocation location, unsigned int flags,
+                            CUstream hStream)
+{
+    struct cudaMemLocation l = {(enum cudaMemLocationType)location.type, location.id};
+    return DRV(cudaMemPrefetchAsync(drv_ptr(devPtr), count, l, flags, hStream));
+}
+DRV_ALIAS(cuMemPrefetchAsync_v2_ptsz, cuMemPrefetchAsync_v2);
+
+CUresult cuStreamAttachMemAsync(CUstream hStream, CUdeviceptr dptr, size_t length, unsigned int flags)
+{
+    return DRV(cudaStreamAttachMemAsync(hStream, drv_ptr(dptr), length, flags));
+}
+DRV_ALIAS(cuStreamAttachMemAsync_ptsz, cuStreamAttachMemAsync);
+
 int sim_vmm_mapped(const void *p)
 {
     pthread_mutex_lock(&sim_lock);

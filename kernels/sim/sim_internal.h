@@ -48,6 +48,7 @@ enum sim_kind {
     SIM_CONTEXT,    /* a context made with cuCtxCreate (struct sim_context) */
     SIM_DRV_MODULE, /* a module loaded with cuModuleLoad* or a library with cuLibraryLoad* */
     SIM_PHYSICAL,   /* physical memory of cuMemCreate (struct sim_physical); size its bytes */
+    SIM_VARIABLE,   /* the host shadow of a __device__ or __constant__ variable; size its bytes */
 };
 
 struct sim_entry {
@@ -68,6 +69,10 @@ int sim_table_put(const void *key, enum sim_kind kind, size_t size, void *data);
 struct sim_entry *sim_table_get(const void *key);
 int sim_table_has(const void *key, enum sim_kind kind);
 void sim_table_del(const void *key);
+/* The memory allocation (device, managed, pinned host, graph memory, an IPC mapping or a
+ * registered host range) that holds p, at its base or inside it; NULL when none does.  Walks the
+ * whole table: for queries, not for the paths of allocation and launch. */
+const struct sim_entry *sim_table_containing(const void *p);
 
 /* Configuration and errors (sim_errors.c, sim_memory.c). */
 uint64_t sim_capacity(void);

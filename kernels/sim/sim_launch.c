@@ -155,9 +155,16 @@ char __cudaInitModule(void **fatCubinHandle)
 void __cudaRegisterVar(void **fatCubinHandle, char *hostVar, char *deviceAddress, const char *deviceName, int ext,
                        size_t size, int constant, int global)
 {
-    /* A __device__ variable's host shadow is the variable on the simulated device. */
-    (void)fatCubinHandle, (void)hostVar, (void)deviceAddress, (void)deviceName;
-    (void)ext, (void)size, (void)constant, (void)global;
+    /* A __device__ variable's host shadow is the variable on the simulated device: remember its
+     * size for cudaMemcpyToSymbol and cudaGetSymbolSize. */
+    (void)fatCubinHandle, (void)deviceAddress, (void)deviceName, (void)ext, (void)constant, (void)global;
+    if (!hostVar || size == 0)
+        return;
+    pthread_mutex_lock(&sim_lock);
+    const struct sim_entry *e = sim_table_get(hostVar);
+    if (!e || e->kind == SIM_VARIABLE)
+        sim_table_put(hostVar, SIM_VARIABLE, size, NULL);
+    pthread_mutex_unlock(&sim_lock);
 }
 
 static void forget_function_locked(struct sim_function *f)
