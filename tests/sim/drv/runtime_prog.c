@@ -1,7 +1,7 @@
 /* Linked against the real libcudart.so (never wssim) and run on the simulated device with
- * LD_LIBRARY_PATH=<build>/lib/sim, usually under driver_interposer.so.  Each scenario makes
+ * LD_LIBRARY_PATH=<build>/lib/sim, usually behind the counting driver (driver_shim.c).  Each scenario makes
  * runtime calls and prints, as "expect.<driver call>=<n>" lines, how many calls of the driver
- * they must cause, counted by the program as it makes them; the interposer prints what reached
+ * they must cause, counted by the program as it makes them; the counting driver prints what reached
  * the driver.  Exits 0 when every runtime call returned what it should, else prints what failed
  * and exits 1.
  *   alloc    allocation and free of every kind, including calls the runtime answers itself

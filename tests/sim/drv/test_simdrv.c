@@ -1,7 +1,7 @@
 /* Programs built against NVIDIA's own libraries on the simulated drop-ins: a driver-API program
  * on lib/sim/libcuda.so.1; a runtime program on lib/sim/libcudart.so.13, whose calls must reach
  * the simulated driver through cuGetProcAddress exactly as often as the program's own count says
- * (driver_interposer.so counts them the way a driver-level tool sees them); kernels without a
+ * (a counting libcuda.so.1 in front of the simulated one sees them the way a driver-level tool does); kernels without a
  * host implementation under WSSIM_NOOP_KERNELS. */
 #include <criterion/criterion.h>
 #include <stdio.h>
@@ -11,22 +11,20 @@
 #define SIM_PATH     "LD_LIBRARY_PATH=" WS_BUILD_DIR "/lib/sim"
 #define RUNTIME_PROG WS_BUILD_DIR "/tests/simdrv_runtime_prog"
 #define DRIVER_PROG  WS_BUILD_DIR "/tests/simdrv_driver_prog"
-#define INTERPOSER   WS_BUILD_DIR "/lib/simdrv_interposer.so"
 
-/* The interposer is not instrumented and comes before a sanitizer runtime the programs need. */
-#define PRELOAD_INTERPOSER "LD_PRELOAD=" INTERPOSER
-#define ASAN_ORDER         "ASAN_OPTIONS=verify_asan_link_order=0"
+/* The counting driver in front of the simulated one. */
+#define SHIM_PATH "LD_LIBRARY_PATH=" WS_BUILD_DIR "/lib/simdrv-shim:" WS_BUILD_DIR "/lib/sim"
 
-/* Runs a runtime_prog scenario under the interposer; asserts that it passed. */
+/* Runs a runtime_prog scenario in front of the counting driver; asserts that it passed. */
 static void run_counted(struct tu_result *r, const char *scenario, const char *extra_env)
 {
-    const char *env[] = {SIM_PATH, PRELOAD_INTERPOSER, ASAN_ORDER, extra_env, NULL};
+    const char *env[] = {SHIM_PATH, extra_env, NULL};
     const char *argv[] = {RUNTIME_PROG, scenario, NULL};
     tu_run(r, env, argv);
     cr_assert(r->exited && r->code == 0, "runtime_prog %s failed (%d):\n%s%s", scenario, r->code, r->out, r->err);
 }
 
-/* Each driver call the scenario expects, as the interposer counted it. */
+/* Each driver call the scenario expects, as the counting driver saw it. */
 static void expect_driver_calls(const struct tu_result *r, const char *const *calls)
 {
     char key[128];

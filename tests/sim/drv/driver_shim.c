@@ -1,10 +1,13 @@
-/* Preloaded beside a program running on the simulated device: counts the driver calls that reach
- * libcuda.so.1 through cuGetProcAddress, the way a driver-level tool sees them.  It interposes
- * the loader's dlsym for exactly one name, "cuGetProcAddress_v2" (what the runtime and libraries
- * such as cuBLAS look up on their libcuda handle), wraps what that hands out for the calls below,
- * and prints "driver.<name>=<count>" lines at exit ("_ptsz": fetched with the per-thread flag). */
+/* A libcuda.so.1 found first on the library path, in front of the simulated driver: counts the
+ * driver calls that reach the driver through cuGetProcAddress, the way a driver-level tool sees
+ * them.  It exports only cuGetProcAddress_v2 — what the runtime, and libraries such as cuBLAS,
+ * look up on the libcuda handle they dlopen — which forwards to the simulated driver
+ * (SIM_DRIVER, loaded by its path) and wraps what it hands out for the calls below.  At exit it
+ * prints "driver.<name>=<count>" lines ("_ptsz": fetched with the per-thread flag). */
 #include <dlfcn.h>
+#include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -153,9 +156,23 @@ static void *const wrappers[CALLS] = {w_mem_alloc,
                                       w_primary_retain,
                                       NULL};
 
-static CUresult w_get_proc(const char *symbol, void **pfn, int version, cuuint64_t flags,
-                           CUdriverProcAddressQueryResult *status)
+static pthread_once_t load_once = PTHREAD_ONCE_INIT;
+
+static void load_driver(void)
 {
+    void *driver = dlopen(SIM_DRIVER, RTLD_NOW | RTLD_LOCAL);
+    real[GET_PROC] = driver ? dlsym(driver, "cuGetProcAddress_v2") : NULL;
+    if (!real[GET_PROC]) {
+        fprintf(stderr, "driver_shim: cannot load %s: %s\n", SIM_DRIVER, dlerror());
+        exit(3);
+    }
+}
+
+__attribute__((visibility("default"))) CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int version,
+                                                                    cuuint64_t flags,
+                                                                    CUdriverProcAddressQueryResult *status)
+{
+    pthread_once(&load_once, load_driver);
     COUNT(GET_PROC);
     CUresult rc = ((get_proc_fn)real[GET_PROC])(symbol, pfn, version, flags, status);
     if (rc != CUDA_SUCCESS || !symbol)
@@ -176,22 +193,6 @@ static CUresult w_get_proc(const char *symbol, void **pfn, int version, cuuint64
         *pfn = wrappers[found];
     }
     return rc;
-}
-
-static void *(*real_dlsym)(void *, const char *);
-
-void *dlsym(void *handle, const char *symbol)
-{
-    if (!real_dlsym)
-        real_dlsym = (void *(*)(void *, const char *))dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.34");
-    if (!real_dlsym)
-        real_dlsym = (void *(*)(void *, const char *))dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.2.5");
-    void *fn = real_dlsym(handle, symbol);
-    if (fn && strcmp(symbol, "cuGetProcAddress_v2") == 0) {
-        real[GET_PROC] = fn;
-        return (void *)w_get_proc;
-    }
-    return fn;
 }
 
 __attribute__((destructor)) static void report(void)
