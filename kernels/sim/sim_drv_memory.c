@@ -259,6 +259,18 @@ DRV_ALIAS(cuIpcOpenMemHandle, cuIpcOpenMemHandle_v2);
 
 CUresult cuIpcCloseMemHandle(CUdeviceptr dptr) { return DRV(cudaIpcCloseMemHandle(drv_ptr(dptr))); }
 
+CUresult cuIpcGetEventHandle(CUipcEventHandle *pHandle, CUevent event)
+{
+    return DRV(cudaIpcGetEventHandle((cudaIpcEventHandle_t *)pHandle, event));
+}
+
+CUresult cuIpcOpenEventHandle(CUevent *phEvent, CUipcEventHandle handle)
+{
+    cudaIpcEventHandle_t h;
+    memcpy(&h, &handle, sizeof h);
+    return DRV(cudaIpcOpenEventHandle(phEvent, h));
+}
+
 /* ---- pools ---- */
 
 CUresult cuDeviceGetDefaultMemPool(CUmemoryPool *pool_out, CUdevice dev)

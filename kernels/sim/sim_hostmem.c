@@ -231,3 +231,45 @@ cudaError_t cudaIpcCloseMemHandle(void *devPtr)
     }
     return cudaSuccess;
 }
+
+/* ---- IPC of events: a handle names an interprocess event of the exporting process; another
+ * process opens it into an event of its own with the same flags (events complete at once here,
+ * so there is nothing to wait for across processes) ---- */
+
+struct ipc_event_handle {
+    char magic[8];
+    uint64_t pid, event;
+    char pad[CUDA_IPC_HANDLE_SIZE - 24];
+};
+_Static_assert(sizeof(struct ipc_event_handle) == sizeof(cudaIpcEventHandle_t), "IPC event handle size");
+
+static const char ipc_event_magic[8] = "WSSIMEVT";
+
+cudaError_t cudaIpcGetEventHandle(cudaIpcEventHandle_t *handle, cudaEvent_t event)
+{
+    unsigned flags = 0;
+    if (!handle)
+        return sim_result(cudaErrorInvalidValue);
+    if (!sim_event_flags(event, &flags))
+        return sim_result(cudaErrorInvalidResourceHandle);
+    if (!(flags & cudaEventInterprocess) || !(flags & cudaEventDisableTiming))
+        return sim_result(cudaErrorInvalidValue); /* only interprocess events without timing */
+    struct ipc_event_handle h;
+    memset(&h, 0, sizeof h);
+    memcpy(h.magic, ipc_event_magic, sizeof h.magic);
+    h.pid = (uint64_t)getpid();
+    h.event = (uint64_t)(uintptr_t)event;
+    memcpy(handle, &h, sizeof h);
+    return cudaSuccess;
+}
+
+cudaError_t cudaIpcOpenEventHandle(cudaEvent_t *event, cudaIpcEventHandle_t handle)
+{
+    struct ipc_event_handle h;
+    memcpy(&h, &handle, sizeof h);
+    if (!event || memcmp(h.magic, ipc_event_magic, sizeof h.magic) != 0)
+        return sim_result(cudaErrorInvalidValue);
+    if (h.pid == (uint64_t)getpid())
+        return sim_result(cudaErrorDeviceUninitialized);
+    return cudaEventCreateWithFlags(event, cudaEventInterprocess | cudaEventDisableTiming);
+}

@@ -88,6 +88,8 @@ int sim_noop_kernels(void);
 
 /* Validation shared by several files, all taking sim_lock themselves. */
 int sim_stream_valid(cudaStream_t stream);
+/* The flags an event was created with; 0 when event is not one. */
+int sim_event_flags(cudaEvent_t event, unsigned *flags);
 void sim_fill_properties(struct cudaDeviceProp *prop);
 
 /* ---- memory (sim_memory.c) ---- */

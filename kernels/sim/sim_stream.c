@@ -195,6 +195,16 @@ cudaError_t cudaEventCreateWithFlags(cudaEvent_t *event, unsigned int flags)
     return err;
 }
 
+int sim_event_flags(cudaEvent_t event, unsigned *flags)
+{
+    pthread_mutex_lock(&sim_lock);
+    int known = sim_table_has(event, SIM_EVENT);
+    if (known)
+        *flags = ((struct sim_event *)event)->flags;
+    pthread_mutex_unlock(&sim_lock);
+    return known;
+}
+
 cudaError_t cudaEventCreate(cudaEvent_t *event) { return cudaEventCreateWithFlags(event, cudaEventDefault); }
 
 cudaError_t cudaEventDestroy(cudaEvent_t event)

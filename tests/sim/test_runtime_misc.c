@@ -4,6 +4,8 @@
 #include <criterion/criterion.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cuda_profiler_api.h>
 #include <cuda_runtime_api.h>
@@ -163,4 +165,30 @@ Test(sim_runtime_misc, stream_callbacks_run_with_the_streams_status)
     cr_expect_eq(calls, 2);
     cr_expect_eq(cudaStreamAddCallback(s, callback, &one, 1), cudaErrorInvalidValue, "flags must be 0");
     cr_expect_eq(cudaStreamDestroy(s), cudaSuccess);
+}
+
+/* An interprocess event opens in another process (a child here), not in the one that made it. */
+Test(sim_runtime_misc, ipc_event_handles_open_in_another_process)
+{
+    cudaEvent_t timed, ev;
+    cudaIpcEventHandle_t h;
+    cr_assert_eq(cudaEventCreate(&timed), cudaSuccess);
+    cr_expect_eq(cudaIpcGetEventHandle(&h, timed), cudaErrorInvalidValue, "a timing event cannot be shared");
+    cr_assert_eq(cudaEventCreateWithFlags(&ev, cudaEventInterprocess | cudaEventDisableTiming), cudaSuccess);
+    cr_assert_eq(cudaIpcGetEventHandle(&h, ev), cudaSuccess);
+    cudaEvent_t opened = NULL;
+    cr_expect_eq(cudaIpcOpenEventHandle(&opened, h), cudaErrorDeviceUninitialized);
+    pid_t child = fork();
+    cr_assert_geq(child, 0);
+    if (child == 0) {
+        cudaEvent_t mine = NULL;
+        int ok = cudaIpcOpenEventHandle(&mine, h) == cudaSuccess && mine &&
+                 cudaEventRecord(mine, NULL) == cudaSuccess && cudaEventSynchronize(mine) == cudaSuccess;
+        _exit(ok ? 0 : 1);
+    }
+    int status = 0;
+    cr_assert_eq(waitpid(child, &status, 0), child);
+    cr_expect(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the child could not open and use the event");
+    cr_expect_eq(cudaEventDestroy(ev), cudaSuccess);
+    cr_expect_eq(cudaEventDestroy(timed), cudaSuccess);
 }
