@@ -194,6 +194,19 @@ CUresult cuDeviceCanAccessPeer(int *canAccessPeer, CUdevice dev, CUdevice peerDe
     return CUDA_SUCCESS;
 }
 
+/* There is no other device to reach. */
+CUresult cuCtxEnablePeerAccess(CUcontext peerContext, unsigned int Flags)
+{
+    (void)peerContext, (void)Flags;
+    return CUDA_ERROR_INVALID_DEVICE;
+}
+
+CUresult cuCtxDisablePeerAccess(CUcontext peerContext)
+{
+    (void)peerContext;
+    return CUDA_ERROR_PEER_ACCESS_NOT_ENABLED;
+}
+
 /* ---- the primary context ---- */
 
 CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)
