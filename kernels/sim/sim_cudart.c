@@ -2,8 +2,10 @@
  * the real cudart is a runtime on top of libcuda.so.1.
  *
  * At its first call it loads the driver the way the real runtime does (dlopen("libcuda.so.1"),
- * then dlsym(handle, "cuGetProcAddress_v2") and the driver's entry points through it), retains
- * the device's primary context, and asks the driver for its private export table.  The calls
+ * then dlsym(handle, "cuGetProcAddress_v2") and the driver's entry points through it, cuInit),
+ * and asks the driver for its private export table.  Like the real runtime it takes the device's
+ * primary context only when a call needs one: the first allocation, free or launch (a program
+ * that only queries the device leaves no context behind).  The calls
  * both APIs share — allocation and free of every kind, kernel launches, driver entry points —
  * are made here, through the driver's public entry points, so that a tool wrapping the driver
  * sees the runtime reach it exactly as it would on a GPU.  Every other runtime entry point is a
@@ -46,6 +48,7 @@ static struct driver {
     CUresult (*launch_cooperative[2])(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
                                       CUstream, void **);
     CUresult (*driver_get_version)(int *);
+    CUresult (*primary_retain)(CUcontext *, CUdevice);
 } drv;
 
 static pthread_once_t load_once = PTHREAD_ONCE_INIT;
@@ -105,11 +108,10 @@ static void load_driver(void)
         return;
     }
     drv.get_proc = get_proc;
-    /* What cudart does before its first call returns: initialise, take the primary context. */
+    /* What cudart does before its first call returns: initialise the driver. */
     CUresult (*init)(unsigned) = proc("cuInit", 0);
-    CUresult (*retain)(CUcontext *, CUdevice) = proc("cuDevicePrimaryCtxRetain", 0);
-    CUcontext primary;
-    if (!init || init(0) != CUDA_SUCCESS || !retain || retain(&primary, 0) != CUDA_SUCCESS)
+    drv.primary_retain = proc("cuDevicePrimaryCtxRetain", 0);
+    if (!init || init(0) != CUDA_SUCCESS || !drv.primary_retain)
         return;
     drv.mem_alloc = proc("cuMemAlloc", 0);
     drv.mem_free = proc("cuMemFree", 0);
@@ -140,6 +142,19 @@ static const struct wssim_export_table *driver(void)
     pthread_once(&load_once, load_driver);
     return drv.table;
 }
+
+/* The primary context, retained once for the process at the first call that needs a context;
+ * released by the driver at exit, as the real runtime leaves it. */
+static pthread_once_t context_once = PTHREAD_ONCE_INIT;
+
+static void retain_primary(void)
+{
+    CUcontext primary;
+    if (drv.primary_retain)
+        drv.primary_retain(&primary, 0);
+}
+
+static void need_context(void) { pthread_once(&context_once, retain_primary); }
 
 /* ---- without the simulated driver ---- */
 
@@ -208,10 +223,12 @@ static cudaError_t launch_result(CUresult rc)
     return result(rc);
 }
 
+/* The driver, the entry point fn of it, and the primary context, or the call fails. */
 #define NEED(fn)                                                                                                       \
     do {                                                                                                               \
         if (!driver() || !(fn))                                                                                        \
             return fail(cudaErrorInsufficientDriver);                                                                  \
+        need_context();                                                                                                \
     } while (0)
 
 /* ---- allocation: the runtime answers zero-byte requests itself, the driver refuses them ---- */
@@ -447,7 +464,8 @@ cudaError_t __cudaLaunchKernel_ptsz(cudaKernel_t kernel, dim3 gridDim, dim3 bloc
 
 cudaError_t cudaDriverGetVersion(int *driverVersion)
 {
-    NEED(drv.driver_get_version);
+    if (!driver() || !drv.driver_get_version)
+        return fail(cudaErrorInsufficientDriver);
     if (!driverVersion)
         return fail(cudaErrorInvalidValue);
     return result(drv.driver_get_version(driverVersion));
@@ -458,7 +476,8 @@ cudaError_t cudaGetDriverEntryPointByVersion(const char *symbol, void **funcPtr,
                                              unsigned long long flags,
                                              enum cudaDriverEntryPointQueryResult *driverStatus)
 {
-    NEED(drv.get_proc);
+    if (!driver() || !drv.get_proc)
+        return fail(cudaErrorInsufficientDriver);
     if (!symbol || !funcPtr ||
         (flags & ~(unsigned long long)(cudaEnableLegacyStream | cudaEnablePerThreadDefaultStream)))
         return fail(cudaErrorInvalidValue);

@@ -7,6 +7,7 @@
  *   alloc    allocation and free of every kind, including calls the runtime answers itself
  *   launch   launches through each runtime entry point, nvcc's included
  *   entry    driver entry points fetched through the runtime and called
+ *   query    device queries only: the runtime initialises the driver but takes no context
  *   noop     launches of a registered kernel without a host implementation: with
  *            WSSIM_NOOP_KERNELS=1 they succeed and compute nothing, without it they fail */
 #include <dlfcn.h>
@@ -160,6 +161,19 @@ static int entry(void)
     return 0;
 }
 
+static int query(void)
+{
+    int count = 0, version = 0;
+    struct cudaDeviceProp prop;
+    CHECK(cudaGetDeviceCount(&count));
+    CHECK(cudaGetDeviceProperties(&prop, 0));
+    CHECK(cudaDriverGetVersion(&version));
+    check(count == 1 && version >= 13000, "one device, a CUDA 13 driver");
+    expect("cuDevicePrimaryCtxRetain", 0);
+    expect("cuInit", 1);
+    return 0;
+}
+
 static int noop(void)
 {
     static char fat_binary[8];
@@ -198,13 +212,13 @@ int main(int argc, char **argv)
     static const struct {
         const char *name;
         int (*run)(void);
-    } scenarios[] = {{"alloc", alloc}, {"launch", launch}, {"entry", entry}, {"noop", noop}};
+    } scenarios[] = {{"alloc", alloc}, {"launch", launch}, {"entry", entry}, {"query", query}, {"noop", noop}};
     for (size_t i = 0; argc == 2 && i < sizeof scenarios / sizeof scenarios[0]; i++)
         if (strcmp(argv[1], scenarios[i].name) == 0) {
             int rc = scenarios[i].run();
             fflush(stdout);
             return rc || failures ? 1 : 0;
         }
-    fprintf(stderr, "usage: runtime_prog alloc|launch|entry|noop\n");
+    fprintf(stderr, "usage: runtime_prog alloc|launch|entry|query|noop\n");
     return 2;
 }

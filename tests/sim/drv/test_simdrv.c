@@ -84,6 +84,16 @@ Test(simdrv, driver_entry_points_through_the_runtime_are_the_wrapped_ones)
     tu_result_free(&r);
 }
 
+/* As on a GPU, querying the device initialises the driver and takes no context. */
+Test(simdrv, device_queries_take_no_context)
+{
+    struct tu_result r;
+    run_counted(&r, "query", NULL);
+    static const char *const calls[] = {"cuDevicePrimaryCtxRetain", "cuInit", NULL};
+    expect_driver_calls(&r, calls);
+    tu_result_free(&r);
+}
+
 Test(simdrv, kernels_without_host_code_fail_unless_noop_is_on)
 {
     struct tu_result r;
