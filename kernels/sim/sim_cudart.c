@@ -100,8 +100,11 @@ static void load_driver(void)
     get_proc_fn get_proc = NULL;
     void *handle = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
     const struct wssim_export_table *table = simulated_table(handle, &get_proc);
-    if (!table)
+    if (!table) { /* none, or another driver (a GPU's) first on the library path */
+        if (handle)
+            dlclose(handle);
         table = simulated_table(sibling_driver(), &get_proc);
+    }
     if (!table) {
         fprintf(stderr, "wssim: the simulated device's libcuda.so.1 was not found (it is built beside this "
                         "libcudart.so.13); every CUDA call fails with cudaErrorInsufficientDriver\n");
