@@ -5,6 +5,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cuda.h>
 #include <cuda_runtime_api.h>
@@ -496,4 +498,47 @@ Test(sim_driver, driver_arrays_count_their_elements)
     cr_expect_eq(cuArrayCreate(&none, &bad), CUDA_ERROR_INVALID_VALUE, "three channels");
     cr_expect_eq(cuArrayDestroy(arr), CUDA_SUCCESS);
     cr_expect_eq(stats().live_bytes, before.live_bytes);
+}
+
+/* Physical memory shared by POSIX file descriptor: a child (which inherits the descriptor, as a
+ * process would receive it over a socket) imports it, maps it and sees the parent's bytes. */
+Test(sim_driver, vmm_memory_exported_by_file_descriptor_is_shared)
+{
+    CUmemAllocationProp prop = device_prop();
+    prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+    CUmemGenericAllocationHandle h = 0;
+    CUdeviceptr va = 0;
+    CUmemAccessDesc rw = read_write();
+    cr_assert_eq(cuMemCreate(&h, 2 * MiB, &prop, 0), CUDA_SUCCESS);
+    cr_assert_eq(cuMemAddressReserve(&va, 2 * MiB, 0, 0, 0), CUDA_SUCCESS);
+    cr_assert_eq(cuMemMap(va, 2 * MiB, 0, h, 0), CUDA_SUCCESS);
+    cr_assert_eq(cuMemSetAccess(va, 2 * MiB, &rw, 1), CUDA_SUCCESS);
+    ((unsigned char *)(uintptr_t)va)[1000] = 99;
+    int fd = -1;
+    cr_assert_eq(cuMemExportToShareableHandle(&fd, h, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0), CUDA_SUCCESS);
+    cr_assert_geq(fd, 0);
+    cr_expect_eq(cuMemExportToShareableHandle(&fd, h, CU_MEM_HANDLE_TYPE_FABRIC, 0), CUDA_ERROR_NOT_SUPPORTED);
+    pid_t child = fork();
+    cr_assert_geq(child, 0);
+    if (child == 0) {
+        CUmemGenericAllocationHandle imported = 0;
+        CUdeviceptr there = 0;
+        int ok = cuMemImportFromShareableHandle(&imported, (void *)(intptr_t)fd,
+                                                CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR) == CUDA_SUCCESS &&
+                 cuMemAddressReserve(&there, 2 * MiB, 0, 0, 0) == CUDA_SUCCESS &&
+                 cuMemMap(there, 2 * MiB, 0, imported, 0) == CUDA_SUCCESS &&
+                 cuMemSetAccess(there, 2 * MiB, &rw, 1) == CUDA_SUCCESS;
+        ok = ok && ((unsigned char *)(uintptr_t)there)[1000] == 99;
+        if (ok)
+            ((unsigned char *)(uintptr_t)there)[1001] = 77; /* written back through the child's mapping */
+        _exit(ok ? 0 : 1);
+    }
+    int status = 0;
+    cr_assert_eq(waitpid(child, &status, 0), child);
+    cr_expect(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the child did not see the parent's bytes");
+    cr_expect_eq(((unsigned char *)(uintptr_t)va)[1001], 77, "the parent sees the child's write");
+    close(fd);
+    cr_expect_eq(cuMemUnmap(va, 2 * MiB), CUDA_SUCCESS);
+    cr_expect_eq(cuMemRelease(h), CUDA_SUCCESS);
+    cr_expect_eq(cuMemAddressFree(va, 2 * MiB), CUDA_SUCCESS);
 }
