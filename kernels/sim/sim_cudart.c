@@ -53,13 +53,18 @@ static struct driver {
 
 static pthread_once_t load_once = PTHREAD_ONCE_INIT;
 
-/* The simulated driver's export table behind handle, or NULL (another driver, or none). */
+/* Is handle the simulated driver?  Asked with a name of its own, not a CUDA one, so that a tool
+ * wrapping the driver's lookups never sees a lookup on another driver (a GPU's, or a stand-in)
+ * that happens to come first on the library path. */
+static int simulated(void *handle) { return handle && dlsym(handle, "wssim_is_simulated") != NULL; }
+
+/* The simulated driver's export table behind handle, through cuGetProcAddress_v2, or NULL. */
 static const struct wssim_export_table *simulated_table(void *handle, get_proc_fn *get_proc)
 {
     CUuuid id;
     const void *table = NULL;
     CUresult (*export_table)(const void **, const CUuuid *) = NULL;
-    *get_proc = handle ? (get_proc_fn)dlsym(handle, "cuGetProcAddress_v2") : NULL;
+    *get_proc = (get_proc_fn)dlsym(handle, "cuGetProcAddress_v2");
     if (!*get_proc || (*get_proc)("cuGetExportTable", (void **)&export_table, CUDA_VERSION, 0, NULL) != CUDA_SUCCESS)
         return NULL;
     memcpy(id.bytes, WSSIM_EXPORT_TABLE_ID, sizeof id.bytes);
@@ -99,12 +104,12 @@ static void load_driver(void)
 {
     get_proc_fn get_proc = NULL;
     void *handle = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-    const struct wssim_export_table *table = simulated_table(handle, &get_proc);
-    if (!table) { /* none, or another driver (a GPU's) first on the library path */
+    if (!simulated(handle)) { /* none, or another driver (a GPU's) first on the library path */
         if (handle)
             dlclose(handle);
-        table = simulated_table(sibling_driver(), &get_proc);
+        handle = sibling_driver();
     }
+    const struct wssim_export_table *table = simulated(handle) ? simulated_table(handle, &get_proc) : NULL;
     if (!table) {
         fprintf(stderr, "wssim: the simulated device's libcuda.so.1 was not found (it is built beside this "
                         "libcudart.so.13); every CUDA call fails with cudaErrorInsufficientDriver\n");

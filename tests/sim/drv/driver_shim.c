@@ -1,7 +1,7 @@
 /* A libcuda.so.1 found first on the library path, in front of the simulated driver: counts the
  * driver calls that reach the driver through cuGetProcAddress, the way a driver-level tool sees
  * them.  It exports only cuGetProcAddress_v2 — what the runtime, and libraries such as cuBLAS,
- * look up on the libcuda handle they dlopen — which forwards to the simulated driver
+ * look up on the libcuda handle they dlopen — and wssim_is_simulated; the first forwards to the simulated driver
  * (SIM_DRIVER, loaded by its path) and wraps what it hands out for the calls below.  At exit it
  * prints "driver.<name>=<count>" lines ("_ptsz": fetched with the per-thread flag). */
 #include <dlfcn.h>
@@ -167,6 +167,9 @@ static void load_driver(void)
         exit(3);
     }
 }
+
+/* The simulated cudart recognises the simulated driver by this name: the shim stands in for it. */
+__attribute__((visibility("default"))) int wssim_is_simulated(void) { return 1; }
 
 __attribute__((visibility("default"))) CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int version,
                                                                     cuuint64_t flags,
