@@ -10,6 +10,11 @@
 #   - CUDA graphs with memory nodes (tests/graph/graph_gpu.cu: an explicit graph and a captured one)
 #     traced on the GPU and on the simulated device: the same sums, and traces with the same graph
 #     launches, allocations made by them, kernels run and captured calls;
+#   - cuBLAS and cuBLASLt GEMMs with workspaces (tests/gpu/cublas_gemm.c) traced under libwstrace.so:
+#     the program's allocations with their exact sizes, recorded once (never again at the driver
+#     layer its runtime reaches), and the libraries' kernels, which only the driver hooks see,
+#     with names (cuBLAS carries its own runtime and fetches cuLaunchKernel* with
+#     cuGetProcAddress);
 #   - prompts (the prefill kernels: the GEMM tactic with serial split-K, first prompts and a prompt
 #     continuing a cache with several splits, the last-position norm): GPU against simulated
 #     device as above, and bitwise identical on the GPU under --alloc dynamic and --alloc pattern;
@@ -62,6 +67,8 @@ cmake -S "$ROOT" -B "$BUILD_DIR" -DWSTRACE_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES="$
 cmake --build "$BUILD_DIR" -j"$(nproc)" --target wsk wssim wstrace wstrace_preload graph_gpu >"$OUT/build.log" 2>&1 ||
     { tail -n 40 "$OUT/build.log"; fail "build"; exit 1; }
 pass "build with nvcc"
+CUBLAS_BUILT=0
+if cmake --build "$BUILD_DIR" -j"$(nproc)" --target cublas_gemm >>"$OUT/build.log" 2>&1; then CUBLAS_BUILT=1; fi
 
 WSK=$BUILD_DIR/bin/wsk
 # shellcheck disable=SC2086 # WSK_ARGS is a list of flags
@@ -174,6 +181,51 @@ if run_graph graph-gpu && run_graph graph-sim LD_LIBRARY_PATH="$BUILD_DIR/lib/si
 else
     cat "$OUT/graph-gpu.err" "$OUT/graph-sim.err" 2>/dev/null | tail -n 20
     fail "graph_gpu traced on the GPU and on the simulated device"
+fi
+
+# cuBLAS and cuBLASLt with workspaces: their runtime reaches the driver through cuGetProcAddress,
+# so their kernels (and any workspace cuBLAS allocates itself) are in the trace only through the
+# driver hooks.  The program prints the size of every cudaMalloc it makes (alloc_bytes=).
+if [ "$CUBLAS_BUILT" -eq 1 ]; then
+    rm -f "$OUT/cublas.db"
+    if LD_PRELOAD="$BUILD_DIR/lib/libwstrace.so" WSTRACE_OUTPUT="$OUT/cublas.db" "$BUILD_DIR/tests/cublas_gemm" \
+        >"$OUT/cublas.txt" 2>"$OUT/cublas.err"; then
+        pass "cuBLAS and cuBLASLt GEMMs with workspaces on the GPU ($(sed -n 's/^gemms=//p' "$OUT/cublas.txt") GEMMs)"
+        q() { sqlite3 "$OUT/cublas.db" "$1"; }
+        want=$(sed -n 's/^alloc_bytes=//p' "$OUT/cublas.txt" | sort -n | paste -sd, -)
+        got=$(q "SELECT bytes FROM allocations WHERE api = 'cudaMalloc' AND status = 0 ORDER BY bytes" | paste -sd, -)
+        if [ -n "$want" ] && [ "$want" = "$got" ]; then
+            pass "cuBLAS program: its cudaMalloc calls in the trace with their sizes ($got bytes)"
+        else
+            fail "cuBLAS program: cudaMalloc sizes in the trace [$got], the program made [$want]"
+        fi
+        # A runtime allocation reaches the driver inside cudart: it must not be recorded twice.
+        twice=$(q "SELECT COUNT(*) FROM allocations d JOIN allocations r ON d.address = r.address
+            WHERE r.api = 'cudaMalloc' AND r.status = 0 AND d.id <> r.id AND d.status = 0
+            AND d.alloc_ns >= r.alloc_ns AND (r.free_ns IS NULL OR d.alloc_ns < r.free_ns)")
+        if [ "$twice" = 0 ]; then pass "cuBLAS program: each allocation recorded once"
+        else fail "cuBLAS program: $twice allocation(s) recorded at a second layer"; fi
+        driver_layer="api LIKE 'cu%' AND api NOT LIKE 'cuda%'"
+        kernels=$(q "SELECT COUNT(*) FROM launches WHERE status = 0 AND $driver_layer")
+        named=$(q "SELECT COUNT(*) FROM launches l JOIN strings s ON s.id = l.kernel_name_id
+            WHERE l.status = 0 AND l.$driver_layer AND LOWER(s.value) LIKE '%gemm%'")
+        runtime_launches=$(q "SELECT COUNT(*) FROM launches WHERE api LIKE 'cuda%' OR substr(api, 1, 6) = '__cuda'")
+        gemms=$(sed -n 's/^gemms=//p' "$OUT/cublas.txt")
+        if [ "$kernels" -ge "$gemms" ] && [ "$named" -ge 1 ] && [ "$runtime_launches" = 0 ]; then
+            pass "cuBLAS kernels through the driver: $kernels launches ($named named *gemm*), none at the runtime layer"
+        else
+            fail "cuBLAS kernels: $kernels driver launches ($named named *gemm*) for $gemms GEMMs, $runtime_launches runtime launches"
+        fi
+        say "cuBLAS's own allocations through the driver: $(q "SELECT COUNT(*) || ' (' || COALESCE(SUM(bytes), 0) || \
+            ' bytes)' FROM allocations WHERE status = 0 AND $driver_layer"); kernels: $(q "SELECT GROUP_CONCAT(name, ', ')
+            FROM (SELECT DISTINCT s.value AS name FROM launches l JOIN strings s ON s.id = l.kernel_name_id
+            WHERE l.$driver_layer LIMIT 4)")"
+    else
+        tail -n 20 "$OUT/cublas.err"
+        fail "cuBLAS GEMMs traced on the GPU (tests/gpu/cublas_gemm)"
+    fi
+else
+    fail "build tests/gpu/cublas_gemm (cuBLAS and cuBLASLt from the toolkit)"
 fi
 
 # The main job on the GPU: trace, analyse, plan, rerun under the plan and through the arena, and

@@ -177,6 +177,96 @@ static int attribute_value(const struct cudaDeviceProp *p, enum cudaDeviceAttr a
     }
 }
 
+/* Attributes without a property field: an H100's texture and surface limits, and what this
+ * device supports (host registration, pools with POSIX file descriptors, VMM) or does not (peer
+ * devices, NUMA, GPUDirect RDMA, interop).  Returns 0 for attributes not simulated. */
+static int constant_attribute(enum cudaDeviceAttr attr, int *value)
+{
+    switch (attr) {
+    case cudaDevAttrMaxTexture1DWidth:
+    case cudaDevAttrMaxTexture2DWidth:
+    case cudaDevAttrMaxTexture1DMipmappedWidth:
+    case cudaDevAttrMaxTexture2DLinearWidth:
+    case cudaDevAttrMaxTexture2DMipmappedWidth:
+    case cudaDevAttrMaxSurface1DWidth:
+    case cudaDevAttrMaxSurface2DWidth: *value = 131072; return 1;
+    case cudaDevAttrMaxTexture2DHeight:
+    case cudaDevAttrMaxTexture2DLinearHeight:
+    case cudaDevAttrMaxTexture2DMipmappedHeight:
+    case cudaDevAttrMaxSurface2DHeight: *value = 65536; return 1;
+    case cudaDevAttrMaxTexture1DLinearWidth: *value = 268435456; return 1;
+    case cudaDevAttrMaxTexture2DLinearPitch: *value = 2097120; return 1;
+    case cudaDevAttrMaxTexture2DGatherWidth:
+    case cudaDevAttrMaxTexture2DGatherHeight: *value = 32768; return 1;
+    case cudaDevAttrMaxTexture3DWidth:
+    case cudaDevAttrMaxTexture3DHeight:
+    case cudaDevAttrMaxTexture3DDepth:
+    case cudaDevAttrMaxTexture3DWidthAlt:
+    case cudaDevAttrMaxTexture3DHeightAlt:
+    case cudaDevAttrMaxSurface3DWidth:
+    case cudaDevAttrMaxSurface3DHeight:
+    case cudaDevAttrMaxSurface3DDepth: *value = 16384; return 1;
+    case cudaDevAttrMaxTexture3DDepthAlt: *value = 32768; return 1;
+    case cudaDevAttrMaxTextureCubemapWidth:
+    case cudaDevAttrMaxTextureCubemapLayeredWidth:
+    case cudaDevAttrMaxSurfaceCubemapWidth:
+    case cudaDevAttrMaxSurfaceCubemapLayeredWidth: *value = 32768; return 1;
+    case cudaDevAttrMaxTexture1DLayeredWidth:
+    case cudaDevAttrMaxSurface1DLayeredWidth: *value = 32768; return 1;
+    case cudaDevAttrMaxTexture2DLayeredWidth:
+    case cudaDevAttrMaxTexture2DLayeredHeight:
+    case cudaDevAttrMaxSurface2DLayeredWidth:
+    case cudaDevAttrMaxSurface2DLayeredHeight: *value = 32768; return 1;
+    case cudaDevAttrMaxTexture1DLayeredLayers:
+    case cudaDevAttrMaxTexture2DLayeredLayers:
+    case cudaDevAttrMaxSurface1DLayeredLayers:
+    case cudaDevAttrMaxSurface2DLayeredLayers: *value = 2048; return 1;
+    case cudaDevAttrMaxTextureCubemapLayeredLayers:
+    case cudaDevAttrMaxSurfaceCubemapLayeredLayers: *value = 2046; return 1;
+    case cudaDevAttrSurfaceAlignment: *value = 512; return 1;
+    case cudaDevAttrTexturePitchAlignment: *value = 32; return 1;
+    case cudaDevAttrGpuOverlap:
+    case cudaDevAttrComputePreemptionSupported:
+    case cudaDevAttrGlobalL1CacheSupported:
+    case cudaDevAttrLocalL1CacheSupported:
+    case cudaDevAttrDirectManagedMemAccessFromHost:
+    case cudaDevAttrCanUseHostPointerForRegisteredMem:
+    case cudaDevAttrHostRegisterSupported:
+    case cudaDevAttrHostRegisterReadOnlySupported:
+    case cudaDevAttrIpcEventSupport:
+    case cudaDevAttrDeferredMappingCudaArraySupported: *value = 1; return 1;
+    case cudaDevAttrKernelExecTimeout:
+    case cudaDevAttrIsMultiGpuBoard:
+    case cudaDevAttrMultiGpuBoardGroupID:
+    case cudaDevAttrTccDriver:
+    case cudaDevAttrMpsEnabled:
+    case cudaDevAttrHostNativeAtomicSupported:
+    case cudaDevAttrOnlyPartialHostNativeAtomicSupported:
+    case cudaDevAttrPageableMemoryAccessUsesHostPageTables:
+    case cudaDevAttrCanFlushRemoteWrites:
+    case cudaDevAttrGPUDirectRDMASupported:
+    case cudaDevAttrGPUDirectRDMAFlushWritesOptions:
+    case cudaDevAttrGPUDirectRDMAWritesOrdering:
+    case cudaDevAttrSparseCudaArraySupported:
+    case cudaDevAttrTimelineSemaphoreInteropSupported:
+    case cudaDevAttrHostMemoryPoolsSupported:
+    case cudaDevAttrHostNumaMemoryPoolsSupported:
+    case cudaDevAttrHostNumaMultinodeIpcSupported:
+    case cudaDevAttrNumaConfig:
+    case cudaDevAttrD3D12CigSupported:
+    case cudaDevAttrVulkanCigSupported:
+    case cudaDevAttrGpuPciDeviceId:
+    case cudaDevAttrGpuPciSubsystemId: *value = 0; return 1;
+    case cudaDevAttrNumaId:
+    case cudaDevAttrHostNumaId: *value = -1; return 1;
+    case cudaDevAttrSingleToDoublePrecisionPerfRatio: *value = 2; return 1;
+    case cudaDevAttrMaxAccessPolicyWindowSize: *value = 134213632; return 1;
+    case cudaDevAttrMemSyncDomainCount: *value = 4; return 1;
+    case cudaDevAttrMemoryPoolSupportedHandleTypes: *value = cudaMemHandleTypePosixFileDescriptor; return 1;
+    default: return 0;
+    }
+}
+
 cudaError_t cudaDeviceGetAttribute(int *value, enum cudaDeviceAttr attr, int device)
 {
     struct cudaDeviceProp prop;
@@ -185,5 +275,6 @@ cudaError_t cudaDeviceGetAttribute(int *value, enum cudaDeviceAttr attr, int dev
     if (device != 0)
         return sim_result(cudaErrorInvalidDevice);
     sim_fill_properties(&prop);
-    return attribute_value(&prop, attr, value) ? cudaSuccess : sim_result(cudaErrorInvalidValue);
+    return attribute_value(&prop, attr, value) || constant_attribute(attr, value) ? cudaSuccess
+                                                                                  : sim_result(cudaErrorInvalidValue);
 }

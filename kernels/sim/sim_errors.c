@@ -7,9 +7,11 @@
 /* The runtime keeps the last error per host thread (cudaGetLastError's documentation). */
 static _Thread_local cudaError_t last_error = cudaSuccess;
 
+_Thread_local int sim_driver_depth;
+
 cudaError_t sim_result(cudaError_t err)
 {
-    if (err != cudaSuccess)
+    if (err != cudaSuccess && sim_driver_depth == 0)
         last_error = err;
     return err;
 }
@@ -51,6 +53,12 @@ static const struct error_text error_texts[] = {
     {cudaErrorIllegalAddress, "cudaErrorIllegalAddress", "an illegal memory access was encountered"},
     {cudaErrorNotSupported, "cudaErrorNotSupported", "operation not supported"},
     {cudaErrorUnknown, "cudaErrorUnknown", "unknown error"},
+    {cudaErrorInvalidSymbol, "cudaErrorInvalidSymbol", "invalid device symbol"},
+    {cudaErrorUnsupportedLimit, "cudaErrorUnsupportedLimit", "limit is not supported on this architecture"},
+    {cudaErrorPeerAccessUnsupported, "cudaErrorPeerAccessUnsupported",
+     "peer access is not supported between these two devices"},
+    {cudaErrorSymbolNotFound, "cudaErrorSymbolNotFound", "named symbol not found"},
+    {cudaErrorCooperativeLaunchTooLarge, "cudaErrorCooperativeLaunchTooLarge", "too many blocks in cooperative launch"},
     /* graphs, stream capture, arrays, host registration, IPC */
     {cudaErrorInvalidChannelDescriptor, "cudaErrorInvalidChannelDescriptor", "invalid channel descriptor"},
     {cudaErrorDeviceUninitialized, "cudaErrorDeviceUninitialized", "invalid device context"},

@@ -232,24 +232,44 @@ cudaError_t cudaIpcCloseMemHandle(void *devPtr)
     return cudaSuccess;
 }
 
-/* The driver's size query for the base of an allocation (tools size the memory a handle opened
- * with it; the real one is in libcuda.so.1).  Exported under its driver name. */
-typedef unsigned long long sim_devptr;
-int cuMemGetAddressRange_v2(sim_devptr *base, size_t *size, sim_devptr dptr) __attribute__((visibility("default")));
-int cuMemGetAddressRange_v2(sim_devptr *base, size_t *size, sim_devptr dptr)
+/* ---- IPC of events: a handle names an interprocess event of the exporting process; another
+ * process opens it into an event of its own with the same flags (events complete at once here,
+ * so there is nothing to wait for across processes) ---- */
+
+struct ipc_event_handle {
+    char magic[8];
+    uint64_t pid, event;
+    char pad[CUDA_IPC_HANDLE_SIZE - 24];
+};
+_Static_assert(sizeof(struct ipc_event_handle) == sizeof(cudaIpcEventHandle_t), "IPC event handle size");
+
+static const char ipc_event_magic[8] = "WSSIMEVT";
+
+cudaError_t cudaIpcGetEventHandle(cudaIpcEventHandle_t *handle, cudaEvent_t event)
 {
-    enum { CUDA_SUCCESS_ = 0, CUDA_ERROR_INVALID_VALUE_ = 1, CUDA_ERROR_NOT_FOUND_ = 500 };
-    pthread_mutex_lock(&sim_lock);
-    struct sim_entry *e = sim_table_get((void *)(uintptr_t)dptr);
-    int known = e && (e->kind == SIM_DEVICE_MEM || e->kind == SIM_MANAGED_MEM || e->kind == SIM_IPC_MAPPING ||
-                      e->kind == SIM_GRAPH_MEM);
-    size_t bytes = known ? e->size : 0;
-    pthread_mutex_unlock(&sim_lock);
-    if (!known)
-        return CUDA_ERROR_NOT_FOUND_;
-    if (base)
-        *base = dptr;
-    if (size)
-        *size = bytes;
-    return CUDA_SUCCESS_;
+    unsigned flags = 0;
+    if (!handle)
+        return sim_result(cudaErrorInvalidValue);
+    if (!sim_event_flags(event, &flags))
+        return sim_result(cudaErrorInvalidResourceHandle);
+    if (!(flags & cudaEventInterprocess) || !(flags & cudaEventDisableTiming))
+        return sim_result(cudaErrorInvalidValue); /* only interprocess events without timing */
+    struct ipc_event_handle h;
+    memset(&h, 0, sizeof h);
+    memcpy(h.magic, ipc_event_magic, sizeof h.magic);
+    h.pid = (uint64_t)getpid();
+    h.event = (uint64_t)(uintptr_t)event;
+    memcpy(handle, &h, sizeof h);
+    return cudaSuccess;
+}
+
+cudaError_t cudaIpcOpenEventHandle(cudaEvent_t *event, cudaIpcEventHandle_t handle)
+{
+    struct ipc_event_handle h;
+    memcpy(&h, &handle, sizeof h);
+    if (!event || memcmp(h.magic, ipc_event_magic, sizeof h.magic) != 0)
+        return sim_result(cudaErrorInvalidValue);
+    if (h.pid == (uint64_t)getpid())
+        return sim_result(cudaErrorDeviceUninitialized);
+    return cudaEventCreateWithFlags(event, cudaEventInterprocess | cudaEventDisableTiming);
 }

@@ -14,6 +14,9 @@
 #include "wssim_nvcc.h"
 #pragma GCC visibility pop
 
+/* Exports a function the public headers do not declare (a per-thread variant, an older form). */
+#define SIM_EXPORT __attribute__((visibility("default")))
+
 /* Exports a second name for an API function: the per-thread-default-stream variants (_ptsz,
  * _ptds) behave the same on a device where every call completes before it returns. */
 #define SIM_ALIAS(name, target) extern __typeof__(target) name __attribute__((alias(#target), visibility("default")))
@@ -41,6 +44,11 @@ enum sim_kind {
     SIM_HOST_REGISTERED, /* start of a range given to cudaHostRegister; size its length */
     SIM_IPC_MAPPING,     /* memory mapped by cudaIpcOpenMemHandle; data counts the opens */
     SIM_TEXTURE,         /* a texture object */
+    /* The driver (sim_drv_*.c) */
+    SIM_CONTEXT,    /* a context made with cuCtxCreate (struct sim_context) */
+    SIM_DRV_MODULE, /* a module loaded with cuModuleLoad* or a library with cuLibraryLoad* */
+    SIM_PHYSICAL,   /* physical memory of cuMemCreate (struct sim_physical); size its bytes */
+    SIM_VARIABLE,   /* the host shadow of a __device__ or __constant__ variable; size its bytes */
 };
 
 struct sim_entry {
@@ -61,13 +69,27 @@ int sim_table_put(const void *key, enum sim_kind kind, size_t size, void *data);
 struct sim_entry *sim_table_get(const void *key);
 int sim_table_has(const void *key, enum sim_kind kind);
 void sim_table_del(const void *key);
+/* The memory allocation (device, managed, pinned host, graph memory, an IPC mapping or a
+ * registered host range) that holds p, at its base or inside it; NULL when none does.  Walks the
+ * whole table: for queries, not for the paths of allocation and launch. */
+const struct sim_entry *sim_table_containing(const void *p);
 
 /* Configuration and errors (sim_errors.c, sim_memory.c). */
 uint64_t sim_capacity(void);
+/* Records err as the calling thread's last runtime error (unless a driver call is running, see
+ * sim_driver_depth) and returns it. */
 cudaError_t sim_result(cudaError_t err);
+/* Nonzero while the calling thread is inside a driver entry point (sim_driver.h): the driver
+ * reuses the runtime's implementations, and a driver call never changes cudaGetLastError. */
+extern _Thread_local int sim_driver_depth;
+/* WSSIM_NOOP_KERNELS: a launch of a kernel without a host implementation does nothing and
+ * succeeds instead of failing (sim_launch.c). */
+int sim_noop_kernels(void);
 
 /* Validation shared by several files, all taking sim_lock themselves. */
 int sim_stream_valid(cudaStream_t stream);
+/* The flags an event was created with; 0 when event is not one. */
+int sim_event_flags(cudaEvent_t event, unsigned *flags);
 void sim_fill_properties(struct cudaDeviceProp *prop);
 
 /* ---- memory (sim_memory.c) ---- */
@@ -93,6 +115,9 @@ void sim_pool_freed_locked(struct sim_pool *pool, size_t size);
 /* At a synchronisation: pools give back what they hold above their release threshold. */
 void sim_pools_synchronized(void);
 
+/* Is p inside memory mapped with the driver's virtual memory calls (sim_drv_memory.c)? */
+int sim_vmm_mapped(const void *p);
+
 /* ---- kernels (sim_launch.c) ---- */
 
 /* The parameter layout of what func names (a host kernel, an nvcc stub or a kernel handle), for
@@ -102,6 +127,20 @@ void sim_pools_synchronized(void);
 cudaError_t sim_kernel_layout_locked(const void *func, unsigned *nparams, const size_t **sizes);
 /* Run a kernel now (graph launches): the launch checks of cudaLaunchKernel, no stream. */
 cudaError_t sim_run_kernel(const void *func, dim3 grid, dim3 block, void **args);
+/* The kernel handle (cudaKernel_t / CUfunction, a registered struct sim_function) for what a
+ * runtime launch names: an nvcc stub, a kernel handle, or a host function launched by address
+ * (which gets a handle of its own the first time).  cudaErrorInvalidDeviceFunction for memory,
+ * streams and other handles. */
+cudaError_t sim_kernel_handle(const void *func, void **handle);
+/* A kernel handle of a driver module by device name (the module is any registered key). */
+cudaError_t sim_module_kernel(const void *module, const char *name, void **handle);
+/* Forgets the kernels of a module (__cudaUnregisterFatBinary, cuModuleUnload). */
+void sim_forget_module_kernels(const void *module);
+/* Is handle a kernel handle?  Its device name (NULL for a host function launched by address). */
+int sim_is_kernel_handle(const void *handle);
+const char *sim_kernel_name(const void *handle);
+/* The launch of the runtime (validation, capture, run) for the driver's launches. */
+cudaError_t sim_launch(const void *func, dim3 grid, dim3 block, size_t smem, void **args, cudaStream_t stream);
 
 /* ---- graphs (sim_graph.c) ---- */
 

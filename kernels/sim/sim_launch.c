@@ -5,6 +5,7 @@
  * the handle. nvcc-built modules announce their stubs from a constructor through
  * __cudaRegisterFunction(hostFun -> deviceName); wssim_register_host_kernel() gives the host
  * implementation for a device name. A launch resolves stub or handle -> name -> host function. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -12,12 +13,15 @@
 
 typedef void (*sim_host_kernel_fn)(void **args);
 
-/* A stub registered by __cudaRegisterFunction; its address is also the cudaKernel_t handle. */
+/* A kernel handle (cudaKernel_t, CUfunction): a stub registered by __cudaRegisterFunction (its
+ * address is the handle), a function of a driver module (host_fun NULL), or a host function
+ * launched by address that a driver launch needed a handle for (direct, device_name NULL). */
 struct sim_function {
     struct sim_function *next;
-    void **module;
+    const void *module;
     const void *host_fun;
     char *device_name;
+    void (*direct)(void **args);
 };
 
 /* A host kernel, and the sizes of its parameters when they were registered: a graph kernel node
@@ -151,9 +155,16 @@ char __cudaInitModule(void **fatCubinHandle)
 void __cudaRegisterVar(void **fatCubinHandle, char *hostVar, char *deviceAddress, const char *deviceName, int ext,
                        size_t size, int constant, int global)
 {
-    /* A __device__ variable's host shadow is the variable on the simulated device. */
-    (void)fatCubinHandle, (void)hostVar, (void)deviceAddress, (void)deviceName;
-    (void)ext, (void)size, (void)constant, (void)global;
+    /* A __device__ variable's host shadow is the variable on the simulated device: remember its
+     * size for cudaMemcpyToSymbol and cudaGetSymbolSize. */
+    (void)fatCubinHandle, (void)deviceAddress, (void)deviceName, (void)ext, (void)constant, (void)global;
+    if (!hostVar || size == 0)
+        return;
+    pthread_mutex_lock(&sim_lock);
+    const struct sim_entry *e = sim_table_get(hostVar);
+    if (!e || e->kind == SIM_VARIABLE)
+        sim_table_put(hostVar, SIM_VARIABLE, size, NULL);
+    pthread_mutex_unlock(&sim_lock);
 }
 
 static void forget_function_locked(struct sim_function *f)
@@ -196,26 +207,138 @@ void __cudaRegisterFunction(void **fatCubinHandle, const char *hostFun, char *de
     pthread_mutex_unlock(&sim_lock);
 }
 
+static void forget_module_locked(const void *module)
+{
+    struct sim_function **link = &functions;
+    while (*link) {
+        struct sim_function *f = *link;
+        if (f->module == module) {
+            *link = f->next;
+            forget_function_locked(f);
+        } else {
+            link = &f->next;
+        }
+    }
+}
+
+void sim_forget_module_kernels(const void *module)
+{
+    pthread_mutex_lock(&sim_lock);
+    forget_module_locked(module);
+    pthread_mutex_unlock(&sim_lock);
+}
+
 void __cudaUnregisterFatBinary(void **fatCubinHandle)
 {
     pthread_mutex_lock(&sim_lock);
     int known = sim_table_has(fatCubinHandle, SIM_MODULE);
     if (known) {
-        struct sim_function **link = &functions;
-        while (*link) {
-            struct sim_function *f = *link;
-            if (f->module == fatCubinHandle) {
-                *link = f->next;
-                forget_function_locked(f);
-            } else {
-                link = &f->next;
-            }
-        }
+        forget_module_locked(fatCubinHandle);
         sim_table_del(fatCubinHandle);
     }
     pthread_mutex_unlock(&sim_lock);
     if (known)
         free(fatCubinHandle);
+}
+
+/* ---- kernel handles for the driver: module functions and host functions ---- */
+
+/* Registers a new handle; sim_lock held.  NULL when memory runs out. */
+static struct sim_function *new_handle_locked(const void *module, const char *name, sim_host_kernel_fn direct)
+{
+    struct sim_function *f = calloc(1, sizeof *f);
+    char *copy = name ? strdup(name) : NULL;
+    if (!f || (name && !copy) || sim_table_put(f, SIM_KERNEL, 0, f) != 0) {
+        free(f);
+        free(copy);
+        return NULL;
+    }
+    *f = (struct sim_function){.next = functions, .module = module, .device_name = copy, .direct = direct};
+    functions = f;
+    return f;
+}
+
+cudaError_t sim_kernel_handle(const void *func, void **handle)
+{
+    if (!func || !handle)
+        return cudaErrorInvalidDeviceFunction;
+    cudaError_t err = cudaSuccess;
+    pthread_mutex_lock(&sim_lock);
+    struct sim_entry *e = sim_table_get(func);
+    struct sim_function *f = NULL;
+    if (e && (e->kind == SIM_STUB || e->kind == SIM_KERNEL)) {
+        f = e->data;
+    } else if (e) {
+        err = cudaErrorInvalidDeviceFunction; /* memory, a stream or another handle is not code */
+    } else {
+        for (f = functions; f && f->direct != (sim_host_kernel_fn)func; f = f->next)
+            ;
+        if (!f && !(f = new_handle_locked(NULL, NULL, (sim_host_kernel_fn)func)))
+            err = cudaErrorMemoryAllocation;
+    }
+    pthread_mutex_unlock(&sim_lock);
+    if (err == cudaSuccess)
+        *handle = f;
+    return err;
+}
+
+cudaError_t sim_module_kernel(const void *module, const char *name, void **handle)
+{
+    if (!module || !name || !handle)
+        return cudaErrorInvalidValue;
+    pthread_mutex_lock(&sim_lock);
+    struct sim_function *f = functions;
+    while (f && !(f->module == module && !f->host_fun && f->device_name && strcmp(f->device_name, name) == 0))
+        f = f->next;
+    if (!f)
+        f = new_handle_locked(module, name, NULL);
+    pthread_mutex_unlock(&sim_lock);
+    if (!f)
+        return cudaErrorMemoryAllocation;
+    *handle = f;
+    return cudaSuccess;
+}
+
+int sim_is_kernel_handle(const void *handle)
+{
+    pthread_mutex_lock(&sim_lock);
+    int known = handle && sim_table_has(handle, SIM_KERNEL);
+    pthread_mutex_unlock(&sim_lock);
+    return known;
+}
+
+/* Names live as long as their handle. */
+const char *sim_kernel_name(const void *handle)
+{
+    pthread_mutex_lock(&sim_lock);
+    const struct sim_function *f = handle && sim_table_has(handle, SIM_KERNEL) ? handle : NULL;
+    const char *name = f ? f->device_name : NULL;
+    pthread_mutex_unlock(&sim_lock);
+    return name;
+}
+
+/* ---- kernels without a host implementation ---- */
+
+static pthread_once_t noop_once = PTHREAD_ONCE_INIT;
+static int noop_kernels;
+
+static void read_noop_setting(void)
+{
+    const char *text = getenv("WSSIM_NOOP_KERNELS");
+    if (!text || strcmp(text, "0") == 0 || text[0] == '\0')
+        return;
+    if (strcmp(text, "1") == 0) {
+        noop_kernels = 1;
+        return;
+    }
+    fprintf(stderr, "wssim: WSSIM_NOOP_KERNELS='%s' is neither 0 nor 1; kernels without a host implementation fail\n",
+            text);
+}
+
+int sim_noop_kernels(void)
+{
+    pthread_once(&noop_once, read_noop_setting);
+    return noop_kernels;
 }
 
 /* ---- launch configuration pushed by <<<...>>> and popped by the stub, per host thread ---- */
@@ -279,15 +402,22 @@ static int config_valid(dim3 grid, dim3 block)
 
 /* Resolves what a launch names to the host function that runs it, with sim_lock held:
  * a registered stub or kernel handle goes through its device name; anything else is taken to be
- * a host kernel itself. Returns NULL when a registered kernel has no host implementation. */
-static sim_host_kernel_fn resolve_locked(const void *func, const struct sim_host_kernel **entry)
+ * a host kernel itself. Returns NULL when a registered kernel has no host implementation
+ * (*named set: a no-op under WSSIM_NOOP_KERNELS) or func is not code. */
+static sim_host_kernel_fn resolve_named_locked(const void *func, const struct sim_host_kernel **entry, int *named)
 {
     struct sim_entry *e = sim_table_get(func);
     *entry = NULL;
+    *named = 0;
     if (e && (e->kind == SIM_STUB || e->kind == SIM_KERNEL)) {
         const struct sim_function *f = e->data;
+        if (f->direct) {
+            *entry = find_host_function(f->direct);
+            return f->direct;
+        }
         const struct sim_host_kernel *k = find_host_kernel(f->device_name);
         *entry = k;
+        *named = 1;
         return k ? k->fn : NULL;
     }
     if (e) /* memory, a stream or another handle is not code */
@@ -296,12 +426,21 @@ static sim_host_kernel_fn resolve_locked(const void *func, const struct sim_host
     return (sim_host_kernel_fn)func;
 }
 
+static void noop_kernel(void **args) { (void)args; }
+
 cudaError_t sim_kernel_layout_locked(const void *func, unsigned *nparams, const size_t **sizes)
 {
     const struct sim_host_kernel *k;
+    static const size_t none = 0;
+    int named;
     if (!func)
         return cudaErrorInvalidDeviceFunction;
-    sim_host_kernel_fn fn = resolve_locked(func, &k);
+    sim_host_kernel_fn fn = resolve_named_locked(func, &k, &named);
+    if (!fn && named && sim_noop_kernels()) { /* a no-op keeps no arguments */
+        *nparams = 0;
+        *sizes = &none;
+        return cudaSuccess;
+    }
     cudaError_t err = !fn ? cudaErrorInvalidDeviceFunction : !k || !k->sizes ? cudaErrorNotSupported : cudaSuccess;
     if (err == cudaSuccess) {
         *nparams = k->nparams;
@@ -317,10 +456,15 @@ cudaError_t sim_run_kernel(const void *func, dim3 grid, dim3 block, void **args)
         return cudaErrorInvalidDeviceFunction;
     if (!config_valid(grid, block))
         return cudaErrorInvalidConfiguration;
+    int named;
     pthread_mutex_lock(&sim_lock);
-    sim_host_kernel_fn fn = resolve_locked(func, &k);
-    if (fn)
+    sim_host_kernel_fn fn = resolve_named_locked(func, &k, &named);
+    if (fn) {
         sim_stats.launches++;
+    } else if (named && sim_noop_kernels()) {
+        sim_stats.noop_launches++;
+        fn = noop_kernel;
+    }
     pthread_mutex_unlock(&sim_lock);
     if (!fn)
         return cudaErrorInvalidDeviceFunction;
@@ -328,7 +472,7 @@ cudaError_t sim_run_kernel(const void *func, dim3 grid, dim3 block, void **args)
     return cudaSuccess;
 }
 
-static cudaError_t launch(const void *func, dim3 grid, dim3 block, size_t smem, void **args, cudaStream_t stream)
+cudaError_t sim_launch(const void *func, dim3 grid, dim3 block, size_t smem, void **args, cudaStream_t stream)
 {
     if (!func)
         return sim_result(cudaErrorInvalidDeviceFunction);
@@ -344,20 +488,20 @@ static cudaError_t launch(const void *func, dim3 grid, dim3 block, size_t smem, 
 cudaError_t cudaLaunchKernel(const void *func, dim3 gridDim, dim3 blockDim, void **args, size_t sharedMem,
                              cudaStream_t stream)
 {
-    return launch(func, gridDim, blockDim, sharedMem, args, stream);
+    return sim_launch(func, gridDim, blockDim, sharedMem, args, stream);
 }
 
 cudaError_t cudaLaunchCooperativeKernel(const void *func, dim3 gridDim, dim3 blockDim, void **args, size_t sharedMem,
                                         cudaStream_t stream)
 {
-    return launch(func, gridDim, blockDim, sharedMem, args, stream);
+    return sim_launch(func, gridDim, blockDim, sharedMem, args, stream);
 }
 
 cudaError_t cudaLaunchKernelExC(const cudaLaunchConfig_t *config, const void *func, void **args)
 {
     if (!config)
         return sim_result(cudaErrorInvalidValue);
-    return launch(func, config->gridDim, config->blockDim, config->dynamicSmemBytes, args, config->stream);
+    return sim_launch(func, config->gridDim, config->blockDim, config->dynamicSmemBytes, args, config->stream);
 }
 
 /* Only registered handles are launched: a handle is never called as a function. */
@@ -369,7 +513,7 @@ cudaError_t __cudaLaunchKernel(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim,
     pthread_mutex_unlock(&sim_lock);
     if (!known)
         return sim_result(cudaErrorInvalidDeviceFunction);
-    return launch(kernel, gridDim, blockDim, sharedMem, args, stream);
+    return sim_launch(kernel, gridDim, blockDim, sharedMem, args, stream);
 }
 
 SIM_ALIAS(__cudaLaunchKernel_ptsz, __cudaLaunchKernel);

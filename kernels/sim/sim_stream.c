@@ -8,6 +8,7 @@
 
 struct sim_stream {
     unsigned flags;
+    int priority;
 };
 
 struct sim_event {
@@ -56,20 +57,89 @@ static cudaError_t destroy_handle(void *handle, enum sim_kind kind, cudaError_t 
     return cudaSuccess;
 }
 
-cudaError_t cudaStreamCreateWithFlags(cudaStream_t *pStream, unsigned int flags)
+/* Priorities: 0 (lowest, the default) to -5 (highest); others are clamped, as on a GPU. */
+enum { LEAST_PRIORITY = 0, GREATEST_PRIORITY = -5 };
+
+cudaError_t cudaStreamCreateWithPriority(cudaStream_t *pStream, unsigned int flags, int priority)
 {
     if (!pStream || (flags & ~(unsigned)cudaStreamNonBlocking) != 0)
         return sim_result(cudaErrorInvalidValue);
     struct sim_stream *s = malloc(sizeof *s);
-    if (s)
+    if (s) {
         s->flags = flags;
+        s->priority = priority > LEAST_PRIORITY      ? LEAST_PRIORITY
+                      : priority < GREATEST_PRIORITY ? GREATEST_PRIORITY
+                                                     : priority;
+    }
     cudaError_t err = register_handle(s, SIM_STREAM);
     if (err == cudaSuccess)
         *pStream = (cudaStream_t)s;
     return err;
 }
 
+cudaError_t cudaStreamCreateWithFlags(cudaStream_t *pStream, unsigned int flags)
+{
+    return cudaStreamCreateWithPriority(pStream, flags, LEAST_PRIORITY);
+}
+
 cudaError_t cudaStreamCreate(cudaStream_t *pStream) { return cudaStreamCreateWithFlags(pStream, cudaStreamDefault); }
+
+cudaError_t cudaDeviceGetStreamPriorityRange(int *leastPriority, int *greatestPriority)
+{
+    if (leastPriority)
+        *leastPriority = LEAST_PRIORITY;
+    if (greatestPriority)
+        *greatestPriority = GREATEST_PRIORITY;
+    return cudaSuccess;
+}
+
+/* The flags and the priority a stream was made with; the default streams have neither. */
+static cudaError_t stream_info(cudaStream_t stream, unsigned *flags, int *priority)
+{
+    if (stream == NULL || stream == cudaStreamLegacy || stream == cudaStreamPerThread) {
+        *flags = cudaStreamDefault;
+        *priority = LEAST_PRIORITY;
+        return cudaSuccess;
+    }
+    pthread_mutex_lock(&sim_lock);
+    int ok = sim_table_has(stream, SIM_STREAM);
+    if (ok) {
+        *flags = ((struct sim_stream *)stream)->flags;
+        *priority = ((struct sim_stream *)stream)->priority;
+    }
+    pthread_mutex_unlock(&sim_lock);
+    return ok ? cudaSuccess : sim_result(cudaErrorInvalidResourceHandle);
+}
+
+cudaError_t cudaStreamGetFlags(cudaStream_t hStream, unsigned int *flags)
+{
+    int priority;
+    if (!flags)
+        return sim_result(cudaErrorInvalidValue);
+    return stream_info(hStream, flags, &priority);
+}
+
+cudaError_t cudaStreamGetPriority(cudaStream_t hStream, int *priority)
+{
+    unsigned flags;
+    if (!priority)
+        return sim_result(cudaErrorInvalidValue);
+    return stream_info(hStream, &flags, priority);
+}
+
+/* The callback runs at once, on the calling thread, with the stream's status (always success:
+ * every earlier call on the stream has completed).  Callbacks cannot be captured. */
+cudaError_t cudaStreamAddCallback(cudaStream_t stream, cudaStreamCallback_t callback, void *userData,
+                                  unsigned int flags)
+{
+    if (!callback || flags != 0)
+        return sim_result(cudaErrorInvalidValue);
+    if (!sim_stream_valid(stream))
+        return sim_result(cudaErrorInvalidResourceHandle);
+    SIM_CAPTURE_CHECK(sim_capture_refuse(stream));
+    callback(stream, cudaSuccess, userData);
+    return cudaSuccess;
+}
 
 cudaError_t cudaStreamDestroy(cudaStream_t stream)
 {
@@ -123,6 +193,16 @@ cudaError_t cudaEventCreateWithFlags(cudaEvent_t *event, unsigned int flags)
     if (err == cudaSuccess)
         *event = (cudaEvent_t)e;
     return err;
+}
+
+int sim_event_flags(cudaEvent_t event, unsigned *flags)
+{
+    pthread_mutex_lock(&sim_lock);
+    int known = sim_table_has(event, SIM_EVENT);
+    if (known)
+        *flags = ((struct sim_event *)event)->flags;
+    pthread_mutex_unlock(&sim_lock);
+    return known;
 }
 
 cudaError_t cudaEventCreate(cudaEvent_t *event) { return cudaEventCreateWithFlags(event, cudaEventDefault); }
@@ -204,6 +284,9 @@ cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t start, cudaEvent_t end)
 }
 
 SIM_ALIAS(cudaStreamSynchronize_ptsz, cudaStreamSynchronize);
+SIM_ALIAS(cudaStreamGetFlags_ptsz, cudaStreamGetFlags);
+SIM_ALIAS(cudaStreamGetPriority_ptsz, cudaStreamGetPriority);
+SIM_ALIAS(cudaStreamAddCallback_ptsz, cudaStreamAddCallback);
 SIM_ALIAS(cudaStreamQuery_ptsz, cudaStreamQuery);
 SIM_ALIAS(cudaEventRecord_ptsz, cudaEventRecord);
 SIM_ALIAS(cudaStreamWaitEvent_ptsz, cudaStreamWaitEvent);

@@ -94,3 +94,27 @@ void sim_table_del(const void *key)
     slots[hole].key = 0;
     used--;
 }
+
+const struct sim_entry *sim_table_containing(const void *p)
+{
+    const struct sim_entry *exact = sim_table_get(p);
+    uintptr_t a = (uintptr_t)p;
+    for (size_t i = 0; !exact && i < slot_count; i++) {
+        const struct sim_entry *e = &slots[i];
+        if (e->key == 0 || a < e->key || a - e->key >= e->size)
+            continue;
+        switch (e->kind) {
+        case SIM_DEVICE_MEM:
+        case SIM_MANAGED_MEM:
+        case SIM_HOST_MEM:
+        case SIM_GRAPH_MEM:
+        case SIM_IPC_MAPPING:
+        case SIM_HOST_REGISTERED: return e;
+        default: break;
+        }
+    }
+    if (exact && exact->kind != SIM_DEVICE_MEM && exact->kind != SIM_MANAGED_MEM && exact->kind != SIM_HOST_MEM &&
+        exact->kind != SIM_GRAPH_MEM && exact->kind != SIM_IPC_MAPPING && exact->kind != SIM_HOST_REGISTERED)
+        return NULL;
+    return exact;
+}

@@ -30,6 +30,8 @@ struct wssim_stats {
                                alloc_calls - free_calls */
     uint64_t failed_allocs; /* allocations refused with cudaErrorMemoryAllocation */
     uint64_t launches;      /* kernel launches that ran a host kernel */
+    uint64_t noop_launches; /* launches of kernels without a host implementation that did nothing
+                               (only with WSSIM_NOOP_KERNELS=1) */
 };
 
 /* Copies a consistent snapshot of the counters into *out (which must not be NULL). */
