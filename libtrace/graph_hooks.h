@@ -19,9 +19,14 @@
 /* The device current on the calling thread, as cudaSetDevice set it (hooks_cuda.c). */
 extern WS_TLS int ws_current_device;
 
-/* The real definition of a runtime function: the next one after this library, else in an already
- * loaded cudart (opened with RTLD_LOCAL by a plugin).  NULL when there is none. */
+/* The real definition of a CUDA function (real_symbols.c): the one registered for its name, else
+ * the next one after this library, else one in an already loaded cudart or libcuda (opened with
+ * RTLD_LOCAL by a plugin).  NULL when there is none. */
 void *ws_real_symbol(const char *name);
+/* Register the definition a lookup found for `name` before handing out its hook instead; the
+ * first registration of a name wins.  ws_real_registered() answers it (NULL when none). */
+void ws_real_register(const char *name, void *real);
+void *ws_real_registered(const char *name);
 
 /* The real function `name`, resolved once per call site. */
 #define WS_REAL_FN(name)                                                                                               \

@@ -44,21 +44,11 @@ static const struct {
 /* Resolve every real symbol at once; racing callers store the same values. */
 static void resolve_real(void)
 {
-    void *cudart = NULL;
     for (size_t i = 0; i < sizeof real_table / sizeof real_table[0]; i++) {
-        void *p = dlsym(RTLD_NEXT, real_table[i].name);
-        if (!p) {
-            /* cudart opened with RTLD_LOCAL by a plugin is not in the global scope. */
-            if (!cudart)
-                cudart = dlopen("libcudart.so.13", RTLD_LAZY | RTLD_NOLOAD);
-            if (cudart)
-                p = dlsym(cudart, real_table[i].name);
-        }
+        void *p = ws_real_symbol(real_table[i].name);
         if (p)
             __atomic_store_n(real_table[i].slot, p, __ATOMIC_RELEASE);
     }
-    if (cudart)
-        dlclose(cudart);
 }
 
 #define REAL(name)                                                                                                     \

@@ -22,19 +22,6 @@
 
 int ws_captures_active;
 
-void *ws_real_symbol(const char *name)
-{
-    void *p = dlsym(RTLD_NEXT, name);
-    if (!p) {
-        void *cudart = dlopen("libcudart.so.13", RTLD_LAZY | RTLD_NOLOAD);
-        if (cudart) {
-            p = dlsym(cudart, name);
-            dlclose(cudart);
-        }
-    }
-    return p;
-}
-
 struct ws_rec *ws_rec_begin(uint8_t type, uint8_t api, int32_t status)
 {
     struct ws_rec *r = ws_rec_reserve(1);
