@@ -10,7 +10,8 @@
 #            process, the later ones take its blocks (--alloc pattern)
 # Usage: scripts/bench-workload.sh [BUILD_DIR]   (default: build; needs bin/wstrace, bin/wsk, sqlite3)
 # WSTRACE_BENCH_QUICK=1 leaves out the longest prompts (256 tokens); WSTRACE_BENCH_PREFILL=0 leaves
-# out the prompts (prefill) altogether (scripts/check-figures.sh checks the first table that way).
+# out the prompts (prefill) altogether; WSTRACE_BENCH_PREFILL_ROWS="16x1 64x8" runs only those
+# prompt rows (TOKENSxBATCH; scripts/check-figures.sh checks the first table and one prompt row).
 # Output: Markdown tables on stdout; traces are kept in a temporary folder removed at exit.
 set -euo pipefail
 build=${1:-build}
@@ -145,11 +146,21 @@ echo "### Prefill: dynamic vs caching arena vs static plan vs in-process pattern
 echo
 echo "| tokens | batch | device peak, dynamic | device peak, arena | device peak, plan | device peak, pattern after its first run | plan vs arena | beyond the persistent buffers: arena regions → planned buffer | planned / LB | calls/run: dynamic / arena / plan / pattern | fallbacks: plan / pattern | identical outputs |"
 echo "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"
-for batch in 1 8; do
-    for seq in "${seqs[@]}"; do
-        prefill_row "$seq" "$batch"
+if [ -n "${WSTRACE_BENCH_PREFILL_ROWS:-}" ]; then
+    for shape in $WSTRACE_BENCH_PREFILL_ROWS; do
+        [[ $shape =~ ^([0-9]+)x([0-9]+)$ ]] || {
+            echo "bench-workload.sh: WSTRACE_BENCH_PREFILL_ROWS: '$shape' is not TOKENSxBATCH" >&2
+            exit 2
+        }
+        prefill_row "${BASH_REMATCH[1]}" "${BASH_REMATCH[2]}"
     done
-done
+else
+    for batch in 1 8; do
+        for seq in "${seqs[@]}"; do
+            prefill_row "$seq" "$batch"
+        done
+    done
+fi
 echo
 echo "Device peak: \`SELECT MAX(live_bytes) FROM live_bytes\`, persistent buffers (weights, embedding"
 echo "table, KV cache) included; for the pattern trace from the end of the run that generated the"

@@ -3,10 +3,11 @@
 # fail when they drift.  Run by scripts/test.sh.  Each check runs the command the README names:
 #   hooks     instruction counts added per intercepted call (callgrind; scripts/bench.sh hooks, in
 #             the Release build folder build-bench/); skipped, and said so, without valgrind
-#   workload  the table of planned execution (scripts/bench-workload.sh without the prompts): planned
-#             peak and its ratio to the load bound, allocation calls per run, peaks arena -> plan and
-#             their difference, fallbacks, identical outputs; and the prose "reaches the load bound
-#             of every run"
+#   workload  the table of planned execution (scripts/bench-workload.sh): planned peak and its ratio
+#             to the load bound, allocation calls per run, peaks arena -> plan and their difference,
+#             fallbacks, identical outputs; the prose "reaches the load bound of every run"; and of
+#             the prompt table the rows WSTRACE_CHECK_PROMPTS names (TOKENSxBATCH, default "16x1":
+#             each prompt row takes about a minute here), every cell
 #   planner   the table of planner quality: buffers and load bound of every problem (greedy decoders
 #             only); bytes above the LB and "proven" with the README's --work-limit, when it states
 #             one (a search bounded by seconds is not reproducible: those columns are then reported
@@ -45,8 +46,14 @@ for s in "${sections[@]}"; do
         fi
         ;;
     workload)
-        echo "check-figures: workload (scripts/bench-workload.sh, without the prompts)" >&2
-        WSTRACE_BENCH_PREFILL=0 "$root/scripts/bench-workload.sh" "$build" >"$tmp/workload.md" 2>"$tmp/workload.err" ||
+        prompts=${WSTRACE_CHECK_PROMPTS-16x1}
+        echo "check-figures: workload (scripts/bench-workload.sh, prompt rows: ${prompts:-none})" >&2
+        if [ -n "$prompts" ]; then
+            export WSTRACE_BENCH_PREFILL_ROWS=$prompts
+        else
+            export WSTRACE_BENCH_PREFILL=0
+        fi
+        "$root/scripts/bench-workload.sh" "$build" >"$tmp/workload.md" 2>"$tmp/workload.err" ||
             { cat "$tmp/workload.err"; exit 1; }
         ;;
     planner) ;;
@@ -150,6 +157,17 @@ if "workload" in sections:
     if "The plan reaches the load bound of every run" in readme:
         check("workload prose: the plan reaches the load bound of every run",
               sorted(set(bench[s][7] for s in bench)), ["1.000"])
+
+    # The prompt rows that were measured: every cell as the README states it.
+    prompt_rows = table_after("#### Prompts: where planning pays")
+    for line in open(os.path.join(tmp, "workload.md")):
+        c = [x.strip() for x in line.strip().strip("|").split("|")]
+        if len(c) == 12 and c[0].isdigit() and c[1].isdigit():
+            r = next((p for p in prompt_rows if p[:2] == c[:2]), None)
+            if r is None:
+                failures.append(f"workload: the README's prompt table has no row for {c[0]} tokens, batch {c[1]}")
+            else:
+                check(f"workload prompts {c[0]} tokens batch {c[1]}", r, c)
 
 # ---- planner --------------------------------------------------------------------------------------
 def plan(path, options):
