@@ -6,7 +6,9 @@
 # for SECONDS seconds (default 60) on a copy of its committed seed corpus, so the corpus in the
 # repository is never changed; new inputs are kept in build-fuzz/corpus/NAME (merge the
 # interesting ones into the seed corpus by hand).  Prints one line per harness: runs, executions
-# per second, coverage, corpus size, and crashes (saved in build-fuzz/crashes/NAME/).
+# per second, coverage, corpus size, and crashes (saved in build-fuzz/crashes/NAME/).  Crash inputs
+# of earlier runs are replayed first: one that still crashes fails the run, fixed ones join the
+# working corpus.
 # Exit status: 0 when no harness crashed, 1 when one did, 2 when it could not run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -33,6 +35,22 @@ while read -r name corpus max_len; do
     cp -n "$corpus"/* "$work"/ 2>/dev/null || true
     log=$dir/fuzz-$name.log
     rc=0
+    # Crash inputs an earlier run saved: replayed first; one that still crashes fails this run,
+    # the others have been fixed and join the working corpus.
+    mapfile -t earlier < <(find "$crashes" -maxdepth 1 -type f)
+    if ((${#earlier[@]})); then
+        for f in "${earlier[@]}"; do
+            if ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1} "$dir/fuzz/$name" "$f" >"$log.replay" 2>&1; then
+                mv "$f" "$work/"
+            else
+                rc=1
+                echo "fuzz.sh: $name: the earlier crash input $f still crashes" >&2
+            fi
+        done
+        echo "fuzz.sh: $name: ${#earlier[@]} earlier crash input(s) replayed" >&2
+    fi
+    ((rc == 0)) || { found=$(find "$crashes" -type f | wc -l); printf '%-20s %8s %10s %8s %8s %8s  %s\n' \
+        "$name" - - - - - "$found"; crashed=1; continue; }
     ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1} \
         "$dir/fuzz/$name" -max_total_time="$seconds" -max_len="$max_len" -print_final_stats=1 \
         -artifact_prefix="$crashes/" "$work" >"$log" 2>&1 || rc=$?
