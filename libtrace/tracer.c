@@ -22,6 +22,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "blind_spots.h"
 #include "collector.h"
 #include "identity.h"
 #include "spool_files.h"
@@ -765,6 +766,10 @@ void ws_tracer_stop(void)
         return; /* a forked child that recorded nothing writes no trace */
     int saved = errno;
     ws_self.in_hook++; /* nothing the collector does is traced */
+    char blind[1024];
+    ws_blind_spots_report(blind, sizeof blind);
+    if (blind[0])
+        warn("this process used CUDA in ways the trace cannot see: %s (meta blind_spot.*)", blind);
     __atomic_store_n(&h->end_ns, ws_now(), __ATOMIC_RELEASE);
     report_loss(h);
     if (g.collect_at_exit) {
