@@ -55,7 +55,7 @@ static int readonly_segments_hold(const struct dl_phdr_info *info, size_t max)
     for (int i = 0; i < info->dlpi_phnum; i++) {
         const ElfW(Phdr) *p = &info->dlpi_phdr[i];
         if (p->p_type == PT_LOAD && (p->p_flags & PF_R) && !(p->p_flags & PF_W) &&
-            memmem((const void *)(info->dlpi_addr + p->p_vaddr), p->p_filesz, CUDART_MARKER, strlen(CUDART_MARKER)))
+            ws_elf_contains((const void *)(info->dlpi_addr + p->p_vaddr), p->p_filesz, CUDART_MARKER))
             return 1;
     }
     return 0;

@@ -19,6 +19,26 @@ WS_NO_SANITIZE int ws_elf_prefix(const char *s, const char *prefix)
     return 1;
 }
 
+WS_NO_SANITIZE int ws_elf_contains(const void *memory, size_t len, const char *needle)
+{
+    const unsigned char *p = memory, *n = (const unsigned char *)needle;
+    size_t m = 0;
+    while (n[m])
+        m++;
+    if (!m || len < m)
+        return m == 0;
+    for (size_t i = 0; i + m <= len; i++) {
+        if (p[i] != n[0])
+            continue;
+        size_t k = 1;
+        while (k < m && p[i + k] == n[k])
+            k++;
+        if (k == m)
+            return 1;
+    }
+    return 0;
+}
+
 WS_NO_SANITIZE const char *ws_elf_basename(const char *path)
 {
     const char *base = path;

@@ -41,5 +41,8 @@ int ws_elf_defines(const struct ws_elf_object *o, const char *name);
 int ws_elf_streq(const char *a, const char *b);
 const char *ws_elf_basename(const char *path);
 int ws_elf_prefix(const char *s, const char *prefix);
+/* 1 when needle occurs in the len bytes at memory: any mapped memory, including what a sanitizer
+ * keeps poisoned (the redzones around an instrumented object's constants). */
+int ws_elf_contains(const void *memory, size_t len, const char *needle);
 
 #endif
