@@ -435,18 +435,7 @@ static void record_symbol(const void *addr, const char *name, uint64_t alias_of,
 }
 
 /* Every nvcc-built module names its kernels here from a constructor: host stub -> device name. */
-WS_EXPORT /* The per-thread default stream forms (--default-stream per-thread renames the calls to these;
- * cuda_runtime_api.h declares them only under that option). */
-cudaError_t cudaMallocAsync_ptsz(void **ptr, size_t size, cudaStream_t stream);
-cudaError_t cudaFreeAsync_ptsz(void *ptr, cudaStream_t stream);
-cudaError_t cudaMallocFromPoolAsync_ptsz(void **ptr, size_t size, cudaMemPool_t pool, cudaStream_t stream);
-cudaError_t cudaLaunchKernel_ptsz(const void *func, dim3 grid, dim3 block, void **args, size_t smem,
-                                  cudaStream_t stream);
-cudaError_t cudaLaunchKernelExC_ptsz(const cudaLaunchConfig_t *config, const void *func, void **args);
-cudaError_t cudaLaunchCooperativeKernel_ptsz(const void *func, dim3 grid, dim3 block, void **args, size_t smem,
-                                             cudaStream_t stream);
-cudaError_t cudaGraphLaunch_ptsz(cudaGraphExec_t exec, cudaStream_t stream);
-void __cudaRegisterFunction(void **fat_cubin, const char *host_fun, char *device_fun, const char *device_name,
+WS_EXPORT void __cudaRegisterFunction(void **fat_cubin, const char *host_fun, char *device_fun, const char *device_name,
                                       int thread_limit, uint3 *tid, uint3 *bid, dim3 *bdim, dim3 *gdim, int *wsize)
 {
     __typeof__(real.__cudaRegisterFunction) fn = REAL(__cudaRegisterFunction);
