@@ -264,7 +264,8 @@ Test(lookup, nvcc_per_thread_default_stream_program)
     cr_expect_eq(tu_int(db, "SELECT COUNT(*) FROM allocations WHERE api = 'cudaMallocAsync_ptsz' AND "
                             "free_api = 'cudaFreeAsync_ptsz' AND bytes BETWEEN 256 AND 266"),
                  11);
-    cr_expect_eq(tu_int(db, "SELECT COUNT(*) FROM launches WHERE api = '__cudaLaunchKernel_ptsz' AND grid_x = 1 AND "
+    cr_expect_eq(tu_int(db, "SELECT COUNT(*) FROM launches l JOIN strings s ON s.id = l.kernel_name_id WHERE "
+                            "l.api = '__cudaLaunchKernel_ptsz' AND s.value = '_Z4bumpPi' AND grid_x = 1 AND "
                             "block_x = 1 AND status = 0"),
                  3);
     sqlite3_close(db);
