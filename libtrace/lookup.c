@@ -58,7 +58,9 @@ WS_NO_SANITIZE static void find_self(void)
 /* The C library's dlsym and dlvsym (libdl's before glibc 2.34), from the loader's list of objects. */
 __attribute__((visibility("hidden"), used)) WS_NO_SANITIZE void ws_lookup_resolve(void)
 {
-    find_self(); /* racing callers write the same values */
+    if (__atomic_load_n(&ws_lookup_real_dlsym, __ATOMIC_ACQUIRE))
+        return;
+    find_self(); /* callers racing here write the same values */
     for (const struct link_map *l = _r_debug.r_map; l; l = l->l_next) {
         const char *name = ws_elf_basename(l->l_name ? l->l_name : "");
         if (!ws_elf_prefix(name, "libc.so") && !ws_elf_prefix(name, "libdl.so"))
