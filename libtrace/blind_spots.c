@@ -34,10 +34,10 @@
 
 struct survey {
     uintptr_t self_base;
-    int objects;           /* seen by the second pass: the first is the executable */
-    int driver_loaded;     /* libcuda.so* */
-    int shared_runtime;    /* libcudart.so*, or the simulated device's runtime */
-    char statics[2048];    /* the objects with a static runtime, "; " between them */
+    int objects;        /* seen by the second pass: the first is the executable */
+    int driver_loaded;  /* libcuda.so* */
+    int shared_runtime; /* libcudart.so*, or the simulated device's runtime */
+    char statics[2048]; /* the objects with a static runtime, "; " between them */
     size_t statics_len;
     int statics_dropped;
 };
@@ -205,7 +205,7 @@ void ws_blind_spots_report(char *line, size_t len)
         snprintf(value, sizeof value, "device %s: an active context, and no CUDA call reached the tracer", contexts);
         meta("blind_spot.context_untraced", value);
         if (used < len)
-            snprintf(line + used, len - used, "%san active context on device %s with no traced call",
-                     used ? "; " : "", contexts);
+            snprintf(line + used, len - used, "%san active context on device %s with no traced call", used ? "; " : "",
+                     contexts);
     }
 }

@@ -37,7 +37,8 @@ void __cudaRegisterFunction(void **fat_cubin, const char *host_fun, char *device
     X(cudaFreeAsync)                                                                                                   \
     X(cudaMallocFromPoolAsync)                                                                                         \
     X(cudaMallocManaged)                                                                                               \
-    X(cudaMallocPitch) X(cudaMallocHost) X(cudaHostAlloc) X(cudaFreeHost) X(cudaLaunchKernel) X(cudaLaunchKernelExC)   \
+    X(cudaMallocPitch)                                                                                                 \
+    X(cudaMallocHost) X(cudaHostAlloc) X(cudaFreeHost) X(cudaLaunchKernel) X(cudaLaunchKernelExC)                      \
         X(cudaLaunchCooperativeKernel) X(cudaGraphLaunch) X(cudaSetDevice) X(__cudaGetKernel) X(__cudaLaunchKernel)    \
             X(__cudaLaunchKernel_ptsz) X(__cudaRegisterFunction) X(cudaMallocAsync_ptsz) X(cudaFreeAsync_ptsz)         \
                 X(cudaMallocFromPoolAsync_ptsz) X(cudaLaunchKernel_ptsz) X(cudaLaunchKernelExC_ptsz)                   \

@@ -120,7 +120,7 @@ __attribute__((visibility("hidden"), used, noinline)) void *ws_lookup_dlsym_hand
 }
 
 __attribute__((visibility("hidden"), used, noinline)) void *ws_lookup_dlvsym_handle(void *handle, const char *name,
-                                                                                     const char *version)
+                                                                                    const char *version)
 {
     const void *caller = __builtin_return_address(0);
     dlvsym_fn real = (dlvsym_fn)__atomic_load_n(&ws_lookup_real_dlvsym, __ATOMIC_ACQUIRE);
@@ -138,8 +138,8 @@ __attribute__((visibility("hidden"), used, noinline)) void *ws_lookup_dlvsym_han
  * other handle jumps to the C function above.  A jump, not a call, keeps the caller's return
  * address where the loader looks for it.
  */
-#define WS_TRAMPOLINE_X86_64(name, real, handle_fn)                                                                   \
-    ".globl " name "\n.type " name ",@function\n" name ":\n"                                                          \
+#define WS_TRAMPOLINE_X86_64(name, real, handle_fn)                                                                    \
+    ".globl " name "\n.type " name ",@function\n" name ":\n"                                                           \
     "    .cfi_startproc\n"                                                                                             \
     "    leaq 1(%rdi), %rax\n"                                                                                         \
     "    cmpq $1, %rax\n"                                                                                              \
@@ -169,8 +169,8 @@ __attribute__((visibility("hidden"), used, noinline)) void *ws_lookup_dlvsym_han
     "    .cfi_endproc\n"                                                                                               \
     ".size " name ", .-" name "\n"
 
-#define WS_TRAMPOLINE_AARCH64(name, real, handle_fn)                                                                  \
-    ".globl " name "\n.type " name ",%function\n" name ":\n"                                                          \
+#define WS_TRAMPOLINE_AARCH64(name, real, handle_fn)                                                                   \
+    ".globl " name "\n.type " name ",%function\n" name ":\n"                                                           \
     "    .cfi_startproc\n"                                                                                             \
     "    cbz x0, 1f\n"                                                                                                 \
     "    cmn x0, #1\n"                                                                                                 \

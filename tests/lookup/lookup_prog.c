@@ -73,8 +73,8 @@ static int pairs(malloc_fn m, free_fn f, int n, size_t size0)
 static int mode_handle(const char *cudart, int n, int versioned)
 {
     void *h = open_or_die(cudart);
-    malloc_fn m = (malloc_fn)need(versioned ? dlvsym(h, "cudaMalloc", "libcudart.so.13") : dlsym(h, "cudaMalloc"),
-                                  "cudaMalloc");
+    malloc_fn m =
+        (malloc_fn)need(versioned ? dlvsym(h, "cudaMalloc", "libcudart.so.13") : dlsym(h, "cudaMalloc"), "cudaMalloc");
     free_fn f = (free_fn)need(versioned ? dlvsym(h, "cudaFree", "libcudart.so.13") : dlsym(h, "cudaFree"), "cudaFree");
     printf("malloc_from=%s\nfree_from=%s\n", object_of((void *)m), object_of((void *)f));
     int rc = pairs(m, f, n, 1000);

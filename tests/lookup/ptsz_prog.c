@@ -71,8 +71,8 @@ static int mode_ptsz(int n)
     cfg.blockDim = (dim3){64, 1, 1};
     cfg.stream = s;
     CHECK(cudaLaunchKernelExC_ptsz(&cfg, (const void *)ptsz_kernel_add, args));
-    CHECK(cudaLaunchCooperativeKernel_ptsz((const void *)ptsz_kernel_add, (dim3){7, 1, 1}, (dim3){16, 1, 1}, args, 0,
-                                           0));
+    CHECK(
+        cudaLaunchCooperativeKernel_ptsz((const void *)ptsz_kernel_add, (dim3){7, 1, 1}, (dim3){16, 1, 1}, args, 0, 0));
     cudaGraph_t graph;
     cudaGraphExec_t exec;
     CHECK(cudaGraphCreate(&graph, 0));

@@ -61,8 +61,9 @@ static void expect_pairs(const char *trace, int n)
 {
     sqlite3 *db = tu_open(trace);
     cr_expect_eq(tu_int(db, "SELECT COUNT(*) FROM allocations"), n);
-    cr_expect_eq(tu_int(db, "SELECT COUNT(*) FROM allocations WHERE api = 'cudaMalloc' AND free_api = 'cudaFree' AND "
-                            "status = 0 AND bytes BETWEEN 1000 AND %d",
+    cr_expect_eq(tu_int(db,
+                        "SELECT COUNT(*) FROM allocations WHERE api = 'cudaMalloc' AND free_api = 'cudaFree' AND "
+                        "status = 0 AND bytes BETWEEN 1000 AND %d",
                         1000 + n - 1),
                  n);
     cr_expect_eq(tu_int(db, "SELECT COUNT(DISTINCT bytes) FROM allocations"), n);
@@ -232,21 +233,22 @@ Test(lookup, ptsz_forms_are_traced)
     cr_expect_eq(tu_int(db, "SELECT COUNT(*) FROM pool_allocations pa JOIN allocations a ON a.id = pa.allocation_id "
                             "WHERE a.api LIKE 'cudaMalloc%%Async_ptsz'"),
                  N + 2, "every stream-ordered allocation is linked to its pool");
-    cr_expect_eq(tu_int(db, "SELECT COUNT(*) FROM launches l JOIN strings s ON s.id = l.kernel_name_id WHERE "
-                            "l.api = 'cudaLaunchKernel_ptsz' AND s.value = 'ptsz_kernel_add' AND grid_x = 3 AND "
-                            "block_x = 32 AND stream = %lld",
-                            stream),
+    cr_expect_eq(tu_int(db,
+                        "SELECT COUNT(*) FROM launches l JOIN strings s ON s.id = l.kernel_name_id WHERE "
+                        "l.api = 'cudaLaunchKernel_ptsz' AND s.value = 'ptsz_kernel_add' AND grid_x = 3 AND "
+                        "block_x = 32 AND stream = %lld",
+                        stream),
                  2);
-    cr_expect_eq(tu_int(db, "SELECT COUNT(*) FROM launches WHERE api = 'cudaLaunchKernelExC_ptsz' AND grid_x = 5 AND "
-                            "block_x = 64 AND stream = %lld",
-                            stream),
+    cr_expect_eq(tu_int(db,
+                        "SELECT COUNT(*) FROM launches WHERE api = 'cudaLaunchKernelExC_ptsz' AND grid_x = 5 AND "
+                        "block_x = 64 AND stream = %lld",
+                        stream),
                  1);
     cr_expect_eq(tu_int(db, "SELECT COUNT(*) FROM launches WHERE api = 'cudaLaunchCooperativeKernel_ptsz' AND "
                             "grid_x = 7 AND block_x = 16"),
                  1);
-    cr_expect_eq(tu_int(db, "SELECT COUNT(*) FROM launches WHERE api = 'cudaGraphLaunch_ptsz' AND function = %lld",
-                        exec),
-                 1);
+    cr_expect_eq(
+        tu_int(db, "SELECT COUNT(*) FROM launches WHERE api = 'cudaGraphLaunch_ptsz' AND function = %lld", exec), 1);
     sqlite3_close(db);
     tu_result_free(&r);
 }
@@ -454,8 +456,10 @@ Test(lookup, forked_children_each_leave_a_converted_trace)
             cr_expect_eq(tu_int(db, "SELECT COUNT(*) FROM allocations"), 3, "killed child %d", i - N);
             cr_expect_eq(tu_int(db, "SELECT value FROM meta WHERE key = 'clean_exit'"), 0);
             char line[700];
-            snprintf(line, sizeof line, "wstrace: process %lld ended without converting its trace; it is converted "
-                     "into %s\n", pid, child);
+            snprintf(line, sizeof line,
+                     "wstrace: process %lld ended without converting its trace; it is converted "
+                     "into %s\n",
+                     pid, child);
             cr_expect(strstr(r.err, line) != NULL, "%s", r.err);
         }
         sqlite3_close(db);
