@@ -199,7 +199,9 @@ static int load_blind_spots(sqlite3 *db, struct blind_spots *b)
 {
     const char *sql = has_table(db, "process_meta")
                           ? "SELECT key, value FROM meta WHERE key LIKE 'blind^_spot.%' ESCAPE '^' UNION ALL "
-                            "SELECT key, value FROM process_meta WHERE key LIKE 'blind^_spot.%' ESCAPE '^'"
+                            "SELECT m.key, 'process ' || COALESCE(p.pid, '?') || ': ' || m.value FROM process_meta m"
+                            " LEFT JOIN processes p ON p.id = m.process_id"
+                            " WHERE m.key LIKE 'blind^_spot.%' ESCAPE '^' ORDER BY 1, 2"
                           : "SELECT key, value FROM meta WHERE key LIKE 'blind^_spot.%' ESCAPE '^'";
     sqlite3_stmt *st;
     if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)

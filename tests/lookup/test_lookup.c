@@ -327,6 +327,37 @@ Test(lookup, driver_used_without_a_traced_call_is_reported)
     tu_result_free(&r);
 }
 
+/* A merged trace keeps each process's blind spots; summary names the process of each. */
+Test(lookup, merged_trace_names_the_blind_spots_of_each_process)
+{
+    char driver[512], traced[512], merged[512];
+    tu_path(driver, sizeof driver, "driver.db");
+    tu_path(traced, sizeof traced, "traced.db");
+    tu_path(merged, sizeof merged, "merged.db");
+    struct tu_result r;
+    run_ok(&r, driver, NULL, ARGV(LOOKUP_PROG, "driver", SIM_DRIVER));
+    tu_result_free(&r);
+    run_ok(&r, traced, NULL, ARGV(PTSZ_PROG, "ptsz", "2"));
+    tu_result_free(&r);
+    sqlite3 *db = tu_open(driver);
+    long long pid = tu_int(db, "SELECT value FROM meta WHERE key = 'pid'");
+    sqlite3_close(db);
+    tu_run(&r, NULL, ARGV(TU_WSTRACE, "merge", "-o", merged, driver, traced));
+    cr_assert_eq(r.code, 0, "%s", r.err);
+    tu_result_free(&r);
+    tu_run(&r, NULL, ARGV(TU_WSTRACE, "summary", merged));
+    cr_assert_eq(r.code, 0, "%s", r.err);
+    char line[128];
+    snprintf(line, sizeof line, "blind spot               context_untraced: process %lld: device 0:", pid);
+    cr_expect(strstr(r.out, line) != NULL, "%s", r.out);
+    snprintf(line, sizeof line, "blind spot               driver_unwrapped: process %lld: ", pid);
+    cr_expect(strstr(r.out, line) != NULL, "%s", r.out);
+    cr_expect_eq(tu_lines(strstr(r.out, "blind spot") ? strstr(r.out, "blind spot") : "") -
+                     tu_lines(strstr(r.out, "Level-1") ? strstr(r.out, "Level-1") : ""),
+                 2, "two blind spots, both of the driver's process: %s", r.out);
+    tu_result_free(&r);
+}
+
 #ifdef WS_LOOKUP_STATIC_PROG
 /* nvcc's default, -cudart static: its calls never reach a hook.  Run against the simulated driver
  * (it answers the static runtime with an error, as a machine without a GPU does). */
