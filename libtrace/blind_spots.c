@@ -7,7 +7,7 @@
  *                     runtime (nvcc's default `-cudart static`, or a library's private one): its
  *                     runtime calls never leave the object, so no hook sees them.  Found by the
  *                     cudart API in its dynamic symbols, or by a string only the runtime carries
- *                     (its shared-memory name, "/cudart.shm.") in its read-only segments.  The
+ *                     (its shared-memory name, "/cudart.shm.") among its constants.  The
  *                     shared cudart and the simulated device are the runtimes the tracer wraps and
  *                     are not reported.
  *  driver_unwrapped   the driver (libcuda.so) is loaded, no shared cudart is, and no CUDA call
@@ -16,9 +16,11 @@
  *  context_untraced   a device holds an active primary context, and no CUDA call reached a hook.
  */
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <link.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -26,10 +28,13 @@
 #include "elf_symbols.h"
 #include "tracer.h"
 
-/* Objects up to this size (their read-only segments) are searched for the runtime's string; the
- * executable always (up to the larger bound). */
-#define SCAN_LIBRARY_MAX    (64u << 20)
-#define SCAN_EXECUTABLE_MAX (256u << 20)
+/* Where the runtime's string is looked for: an object's .rodata (located with the section headers
+ * of its file) up to RODATA_MAX; when the file cannot tell, its read-only segments, when they are
+ * no larger than SEGMENTS_MAX (the executable's up to the larger bound).  Large libraries are
+ * mostly device code (.nv_fatbin), which is never searched when .rodata is found. */
+#define RODATA_MAX          (256u << 20)
+#define SEGMENTS_MAX        (64u << 20)
+#define SEGMENTS_EXECUTABLE (256u << 20)
 #define CUDART_MARKER       "/cudart.shm."
 
 struct survey {
@@ -42,15 +47,69 @@ struct survey {
     int statics_dropped;
 };
 
-static int readonly_segments_hold(const struct dl_phdr_info *info, size_t max)
+/* 1 when [addr, addr + len) lies in a readable loaded segment of the object. */
+static int loaded(const struct dl_phdr_info *info, uint64_t addr, uint64_t len)
 {
-    size_t total = 0;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *p = &info->dlpi_phdr[i];
+        if (p->p_type == PT_LOAD && (p->p_flags & PF_R) && addr >= p->p_vaddr && len <= p->p_filesz &&
+            addr - p->p_vaddr <= p->p_filesz - len)
+            return 1;
+    }
+    return 0;
+}
+
+/* The loaded .rodata of the object in file path: 0 with *addr and *len (relative to the object's
+ * base), -1 when the file cannot say (unreadable, not ELF, or its .rodata is not loaded). */
+static int find_rodata(const struct dl_phdr_info *info, const char *path, uint64_t *addr, uint64_t *len)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    int rc = -1;
+    ElfW(Shdr) *sh = NULL;
+    char *names = NULL;
+    ElfW(Ehdr) eh;
+    if (pread(fd, &eh, sizeof eh, 0) != (ssize_t)sizeof eh || memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 ||
+        eh.e_shentsize != sizeof(ElfW(Shdr)) || eh.e_shnum == 0 || eh.e_shstrndx >= eh.e_shnum)
+        goto out;
+    size_t bytes = (size_t)eh.e_shnum * sizeof *sh;
+    if (!(sh = malloc(bytes)) || pread(fd, sh, bytes, (off_t)eh.e_shoff) != (ssize_t)bytes)
+        goto out;
+    const ElfW(Shdr) *strtab = &sh[eh.e_shstrndx];
+    if (strtab->sh_size == 0 || strtab->sh_size > (1u << 20) || !(names = malloc(strtab->sh_size + 1)) ||
+        pread(fd, names, strtab->sh_size, (off_t)strtab->sh_offset) != (ssize_t)strtab->sh_size)
+        goto out;
+    names[strtab->sh_size] = 0;
+    for (unsigned i = 0; i < eh.e_shnum; i++)
+        if (sh[i].sh_name < strtab->sh_size && strcmp(names + sh[i].sh_name, ".rodata") == 0 &&
+            (sh[i].sh_flags & SHF_ALLOC) && sh[i].sh_type == SHT_PROGBITS &&
+            loaded(info, sh[i].sh_addr, sh[i].sh_size)) {
+            *addr = sh[i].sh_addr;
+            *len = sh[i].sh_size;
+            rc = 0;
+            break;
+        }
+out:
+    free(names);
+    free(sh);
+    close(fd);
+    return rc;
+}
+
+/* 1 when the object holds the runtime's string where it keeps its constants. */
+static int holds_marker(const struct dl_phdr_info *info, const char *path, int executable)
+{
+    uint64_t addr, len;
+    if (find_rodata(info, path, &addr, &len) == 0)
+        return len <= RODATA_MAX && ws_elf_contains((const void *)(info->dlpi_addr + addr), (size_t)len, CUDART_MARKER);
+    uint64_t total = 0;
     for (int i = 0; i < info->dlpi_phnum; i++) {
         const ElfW(Phdr) *p = &info->dlpi_phdr[i];
         if (p->p_type == PT_LOAD && (p->p_flags & PF_R) && !(p->p_flags & PF_W))
             total += p->p_filesz;
     }
-    if (total > max)
+    if (total > (executable ? SEGMENTS_EXECUTABLE : SEGMENTS_MAX))
         return 0;
     for (int i = 0; i < info->dlpi_phnum; i++) {
         const ElfW(Phdr) *p = &info->dlpi_phdr[i];
@@ -115,17 +174,16 @@ static int find_static_runtimes(struct dl_phdr_info *info, size_t size, void *ct
         return 0;
     }
     int found = ws_elf_defines(&o, "__cudaRegisterFatBinary") && ws_elf_defines(&o, "cudaMalloc");
-    if (!found && (executable || s->driver_loaded))
-        found = readonly_segments_hold(info, executable ? SCAN_EXECUTABLE_MAX : SCAN_LIBRARY_MAX);
-    if (!found)
-        return 0;
     char exe[PATH_MAX];
     if (executable) {
         ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
         snprintf(exe + (n > 0 ? n : 0), sizeof exe - (size_t)(n > 0 ? n : 0), "%s", n > 0 ? "" : "(the executable)");
         name = exe;
     }
-    add_static(s, name);
+    if (!found && (executable || s->driver_loaded))
+        found = holds_marker(info, executable ? "/proc/self/exe" : name, executable);
+    if (found)
+        add_static(s, name);
     return 0;
 }
 
