@@ -31,9 +31,17 @@ struct summary_options {
 };
 
 /* What summary says of where the rows came from and of each process (rank) of the trace. */
+/* The meta rows blind_spot.<kind> of the trace (of each process of a merged one). */
+#define MAX_BLIND_SPOTS 32
+struct blind_spots {
+    size_t n;
+    char *kind[MAX_BLIND_SPOTS], *value[MAX_BLIND_SPOTS];
+};
+
 struct summary_processes {
     char source[320];
     struct ws_processes p;
+    struct blind_spots blind;
 };
 
 static void summary_usage(FILE *out)
@@ -47,7 +55,9 @@ static void summary_usage(FILE *out)
                  "the calls stream capture recorded into graphs instead of running them, and what memory\n"
                  "pools reserved at their peak against what was in use.  Says where the rows came from\n"
                  "(tracer, nsys, torch-snapshot, merge); a trace of several processes also gets one line\n"
-                 "per process (rank), the largest one and the spread of their peaks.  Reads the trace only.\n\n"
+                 "per process (rank), the largest one and the spread of their peaks.  Names the blind\n"
+                 "spots the tracer reported (meta blind_spot.*: CUDA use the trace could not see).  Reads\n"
+                 "the trace only.\n\n"
                  "  --json     print JSON instead of text\n"
                  "  --top N    list N nodes in each ranking (default 10)\n"
                  "  --quiet    no progress line on a terminal\n"
@@ -173,6 +183,55 @@ static int count_graphs(sqlite3 *db, struct trace_counts *tc)
                                 " GROUP BY pool_id)") != 0
                ? -1
                : 0;
+}
+
+static void free_blind_spots(struct blind_spots *b)
+{
+    for (size_t i = 0; i < b->n; i++) {
+        free(b->kind[i]);
+        free(b->value[i]);
+    }
+    b->n = 0;
+}
+
+/* 0, or -1 with the database's error. */
+static int load_blind_spots(sqlite3 *db, struct blind_spots *b)
+{
+    const char *sql = has_table(db, "process_meta")
+                          ? "SELECT key, value FROM meta WHERE key LIKE 'blind^_spot.%' ESCAPE '^' UNION ALL "
+                            "SELECT m.key, 'process ' || COALESCE(p.pid, '?') || ': ' || m.value FROM process_meta m"
+                            " LEFT JOIN processes p ON p.id = m.process_id"
+                            " WHERE m.key LIKE 'blind^_spot.%' ESCAPE '^' ORDER BY 1, 2"
+                          : "SELECT key, value FROM meta WHERE key LIKE 'blind^_spot.%' ESCAPE '^'";
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+        return -1;
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW && b->n < MAX_BLIND_SPOTS) {
+        const char *k = (const char *)sqlite3_column_text(st, 0), *v = (const char *)sqlite3_column_text(st, 1);
+        b->kind[b->n] = strdup(k ? k + strlen("blind_spot.") : "");
+        b->value[b->n] = strdup(v ? v : "");
+        if (!b->kind[b->n] || !b->value[b->n]) {
+            free(b->kind[b->n]);
+            free(b->value[b->n]);
+            break;
+        }
+        b->n++;
+    }
+    sqlite3_finalize(st);
+    return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : -1;
+}
+
+static json_t *blind_spots_json(const struct blind_spots *b)
+{
+    json_t *a = json_array();
+    for (size_t i = 0; a && i < b->n; i++)
+        if (json_array_append_new(a, json_pack("{s:o, s:o}", "kind", ws_json_text(b->kind[i]), "detail",
+                                               ws_json_text(b->value[i]))) != 0) {
+            json_decref(a);
+            return NULL;
+        }
+    return a;
 }
 
 static int count_trace(sqlite3 *db, const struct ws_analysis *an, struct trace_counts *tc)
@@ -335,6 +394,10 @@ static int print_json(const struct summary_options *o, const struct ws_analysis 
         json_decref(root);
         root = NULL;
     }
+    if (root && json_object_set_new(root, "blind_spots", blind_spots_json(&sp->blind)) != 0) {
+        json_decref(root);
+        root = NULL;
+    }
     if (root && add_processes_json(root, sp) != 0) {
         json_decref(root);
         return -1;
@@ -424,6 +487,8 @@ static int print_text(const struct summary_options *o, const struct ws_analysis 
         printf("lost records             unknown\n");
     else
         printf("lost records             %lld\n", (long long)tc->lost_records);
+    for (size_t i = 0; i < sp->blind.n; i++)
+        printf("blind spot               %s: %s\n", sp->blind.kind[i], sp->blind.value[i]);
     printf("Level-1 estimates        %lld of %lld nodes (%s)\n", (long long)tc->l1_nodes, (long long)tc->nodes,
            ws_format_share(tc->l1_nodes, tc->nodes, share, sizeof share));
     printf("Level-2 declarations     %lld of %lld nodes (%s)\n", (long long)tc->l2_nodes, (long long)tc->nodes,
@@ -489,6 +554,10 @@ int cmd_summary(int argc, char **argv)
         goto out;
     }
     ws_trace_source(db, sp.source, sizeof sp.source);
+    if (load_blind_spots(db, &sp.blind) != 0) {
+        ws_error("%s: cannot read the trace: %s", o.trace, sqlite3_errmsg(db));
+        goto out;
+    }
     if (ws_processes_load(db, &an, &sp.p, err, sizeof err) != 0) {
         ws_error("%s: %s", o.trace, err);
         goto out;
@@ -501,6 +570,7 @@ int cmd_summary(int argc, char **argv)
 out:
     free(order);
     ws_processes_free(&sp.p);
+    free_blind_spots(&sp.blind);
     ws_analysis_free(&an);
     sqlite3_close(db);
     return rc;

@@ -686,7 +686,7 @@ static int replay(struct replay *p, uint8_t type, uint64_t u0, uint64_t u1, uint
     struct ws_rec r;
     memset(&r, 0, sizeof r);
     r.type = type;
-    r.api = WS_API_cudaGraphLaunch;
+    r.api = p->launch->api; /* cudaGraphLaunch or its _ptsz form */
     p->ns += p->step;
     r.ns = p->ns;
     r.u[0] = u0;
@@ -913,12 +913,13 @@ static int on_pool_state(struct ws_graphs *g, size_t ti, const struct ws_rec *r)
 
 int ws_graphs_allocated(struct ws_graphs *g, size_t ti, const struct ws_rec *r, int64_t allocation)
 {
+    int from_device_pool = r->api == WS_API_cudaMallocAsync || r->api == WS_API_cudaMallocAsync_ptsz;
     if (r->status != 0 || !r->u[0] || !r->u[5] ||
-        (r->api != WS_API_cudaMallocAsync && r->api != WS_API_cudaMallocFromPoolAsync))
+        (!from_device_pool && r->api != WS_API_cudaMallocFromPoolAsync &&
+         r->api != WS_API_cudaMallocFromPoolAsync_ptsz))
         return 0;
     /* a pool the trace did not see created: a device's default pool, or one made before tracing */
-    int64_t id = pool_of(g, ti, r->u[5], (int32_t)(uint32_t)r->u[4],
-                         r->api == WS_API_cudaMallocAsync ? "device" : "other", r->ns);
+    int64_t id = pool_of(g, ti, r->u[5], (int32_t)(uint32_t)r->u[4], from_device_pool ? "device" : "other", r->ns);
     if (id < 0)
         return -1;
     g->pools[id - 1].allocations++;

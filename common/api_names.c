@@ -67,6 +67,13 @@ static const char *const api_names[WS_API_COUNT] = {
     [WS_API_cudaStreamSynchronize_ptsz] = "cudaStreamSynchronize_ptsz",
     [WS_API_cudaDeviceSynchronize] = "cudaDeviceSynchronize",
     [WS_API_cudaEventSynchronize] = "cudaEventSynchronize",
+    [WS_API_cudaMallocAsync_ptsz] = "cudaMallocAsync_ptsz",
+    [WS_API_cudaFreeAsync_ptsz] = "cudaFreeAsync_ptsz",
+    [WS_API_cudaMallocFromPoolAsync_ptsz] = "cudaMallocFromPoolAsync_ptsz",
+    [WS_API_cudaLaunchKernel_ptsz] = "cudaLaunchKernel_ptsz",
+    [WS_API_cudaLaunchKernelExC_ptsz] = "cudaLaunchKernelExC_ptsz",
+    [WS_API_cudaLaunchCooperativeKernel_ptsz] = "cudaLaunchCooperativeKernel_ptsz",
+    [WS_API_cudaGraphLaunch_ptsz] = "cudaGraphLaunch_ptsz",
 };
 
 const char *ws_api_name(unsigned api) { return api < WS_API_COUNT && api_names[api] ? api_names[api] : "unknown"; }

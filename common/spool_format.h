@@ -154,6 +154,14 @@ enum ws_api {
     WS_API_cudaStreamSynchronize_ptsz,
     WS_API_cudaDeviceSynchronize,
     WS_API_cudaEventSynchronize,
+    /* per-thread default stream forms (--default-stream per-thread) of the calls above */
+    WS_API_cudaMallocAsync_ptsz,
+    WS_API_cudaFreeAsync_ptsz,
+    WS_API_cudaMallocFromPoolAsync_ptsz,
+    WS_API_cudaLaunchKernel_ptsz,
+    WS_API_cudaLaunchKernelExC_ptsz,
+    WS_API_cudaLaunchCooperativeKernel_ptsz,
+    WS_API_cudaGraphLaunch_ptsz,
     WS_API_COUNT
 };
 

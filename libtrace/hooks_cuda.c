@@ -15,6 +15,17 @@ cudaError_t __cudaLaunchKernel(cudaKernel_t kernel, dim3 grid, dim3 block, void 
                                cudaStream_t stream);
 cudaError_t __cudaLaunchKernel_ptsz(cudaKernel_t kernel, dim3 grid, dim3 block, void **args, size_t smem,
                                     cudaStream_t stream);
+/* The per-thread default stream forms (--default-stream per-thread renames the calls to these;
+ * cuda_runtime_api.h declares them only under that option). */
+cudaError_t cudaMallocAsync_ptsz(void **ptr, size_t size, cudaStream_t stream);
+cudaError_t cudaFreeAsync_ptsz(void *ptr, cudaStream_t stream);
+cudaError_t cudaMallocFromPoolAsync_ptsz(void **ptr, size_t size, cudaMemPool_t pool, cudaStream_t stream);
+cudaError_t cudaLaunchKernel_ptsz(const void *func, dim3 grid, dim3 block, void **args, size_t smem,
+                                  cudaStream_t stream);
+cudaError_t cudaLaunchKernelExC_ptsz(const cudaLaunchConfig_t *config, const void *func, void **args);
+cudaError_t cudaLaunchCooperativeKernel_ptsz(const void *func, dim3 grid, dim3 block, void **args, size_t smem,
+                                             cudaStream_t stream);
+cudaError_t cudaGraphLaunch_ptsz(cudaGraphExec_t exec, cudaStream_t stream);
 void __cudaRegisterFunction(void **fat_cubin, const char *host_fun, char *device_fun, const char *device_name,
                             int thread_limit, uint3 *tid, uint3 *bid, dim3 *bdim, dim3 *gdim, int *wsize);
 
@@ -26,9 +37,12 @@ void __cudaRegisterFunction(void **fat_cubin, const char *host_fun, char *device
     X(cudaFreeAsync)                                                                                                   \
     X(cudaMallocFromPoolAsync)                                                                                         \
     X(cudaMallocManaged)                                                                                               \
-    X(cudaMallocPitch) X(cudaMallocHost) X(cudaHostAlloc) X(cudaFreeHost) X(cudaLaunchKernel) X(cudaLaunchKernelExC)   \
+    X(cudaMallocPitch)                                                                                                 \
+    X(cudaMallocHost) X(cudaHostAlloc) X(cudaFreeHost) X(cudaLaunchKernel) X(cudaLaunchKernelExC)                      \
         X(cudaLaunchCooperativeKernel) X(cudaGraphLaunch) X(cudaSetDevice) X(__cudaGetKernel) X(__cudaLaunchKernel)    \
-            X(__cudaLaunchKernel_ptsz) X(__cudaRegisterFunction)
+            X(__cudaLaunchKernel_ptsz) X(__cudaRegisterFunction) X(cudaMallocAsync_ptsz) X(cudaFreeAsync_ptsz)         \
+                X(cudaMallocFromPoolAsync_ptsz) X(cudaLaunchKernel_ptsz) X(cudaLaunchKernelExC_ptsz)                   \
+                    X(cudaLaunchCooperativeKernel_ptsz) X(cudaGraphLaunch_ptsz)
 
 #define WS_REAL_FIELD(name) __typeof__(&name) name;
 static struct {
@@ -198,11 +212,24 @@ WS_EXPORT cudaError_t cudaMallocAsync(void **ptr, size_t size, cudaStream_t stre
                        record_async_alloc(WS_API_cudaMallocAsync, rc, ptr, size, stream, ws_pool_current()));
 }
 
+WS_EXPORT cudaError_t cudaMallocAsync_ptsz(void **ptr, size_t size, cudaStream_t stream)
+{
+    FORWARD_AND_RECORD(cudaMallocAsync_ptsz, (ptr, size, stream),
+                       record_async_alloc(WS_API_cudaMallocAsync_ptsz, rc, ptr, size, stream, ws_pool_current()));
+}
+
 WS_EXPORT cudaError_t cudaMallocFromPoolAsync(void **ptr, size_t size, cudaMemPool_t pool, cudaStream_t stream)
 {
     FORWARD_AND_RECORD(
         cudaMallocFromPoolAsync, (ptr, size, pool, stream),
         record_async_alloc(WS_API_cudaMallocFromPoolAsync, rc, ptr, size, stream, (uint64_t)(uintptr_t)pool));
+}
+
+WS_EXPORT cudaError_t cudaMallocFromPoolAsync_ptsz(void **ptr, size_t size, cudaMemPool_t pool, cudaStream_t stream)
+{
+    FORWARD_AND_RECORD(
+        cudaMallocFromPoolAsync_ptsz, (ptr, size, pool, stream),
+        record_async_alloc(WS_API_cudaMallocFromPoolAsync_ptsz, rc, ptr, size, stream, (uint64_t)(uintptr_t)pool));
 }
 
 WS_EXPORT cudaError_t cudaMallocManaged(void **ptr, size_t size, unsigned int flags)
@@ -255,6 +282,12 @@ WS_EXPORT cudaError_t cudaFreeAsync(void *ptr, cudaStream_t stream)
                                record_free(WS_API_cudaFreeAsync, rc, ptr, stream, WS_MEM_DEVICE, before));
 }
 
+WS_EXPORT cudaError_t cudaFreeAsync_ptsz(void *ptr, cudaStream_t stream)
+{
+    FORWARD_AND_RECORD_FREE_IF(cudaFreeAsync_ptsz, (ptr, stream), ptr != NULL,
+                               record_free(WS_API_cudaFreeAsync_ptsz, rc, ptr, stream, WS_MEM_DEVICE, before));
+}
+
 WS_EXPORT cudaError_t cudaFreeHost(void *ptr)
 {
     FORWARD_AND_RECORD_FREE_IF(cudaFreeHost, (ptr), ptr != NULL,
@@ -285,6 +318,13 @@ WS_EXPORT cudaError_t cudaLaunchKernel(const void *func, dim3 grid, dim3 block, 
                        record_launch(WS_API_cudaLaunchKernel, rc, func, grid, block, smem, stream));
 }
 
+WS_EXPORT cudaError_t cudaLaunchKernel_ptsz(const void *func, dim3 grid, dim3 block, void **args, size_t smem,
+                                            cudaStream_t stream)
+{
+    FORWARD_AND_RECORD(cudaLaunchKernel_ptsz, (func, grid, block, args, smem, stream),
+                       record_launch(WS_API_cudaLaunchKernel_ptsz, rc, func, grid, block, smem, stream));
+}
+
 WS_EXPORT cudaError_t cudaLaunchCooperativeKernel(const void *func, dim3 grid, dim3 block, void **args, size_t smem,
                                                   cudaStream_t stream)
 {
@@ -292,18 +332,31 @@ WS_EXPORT cudaError_t cudaLaunchCooperativeKernel(const void *func, dim3 grid, d
                        record_launch(WS_API_cudaLaunchCooperativeKernel, rc, func, grid, block, smem, stream));
 }
 
-static void record_launch_config(cudaError_t rc, const cudaLaunchConfig_t *config, const void *func)
+WS_EXPORT cudaError_t cudaLaunchCooperativeKernel_ptsz(const void *func, dim3 grid, dim3 block, void **args,
+                                                       size_t smem, cudaStream_t stream)
+{
+    FORWARD_AND_RECORD(cudaLaunchCooperativeKernel_ptsz, (func, grid, block, args, smem, stream),
+                       record_launch(WS_API_cudaLaunchCooperativeKernel_ptsz, rc, func, grid, block, smem, stream));
+}
+
+static void record_launch_config(uint8_t api, cudaError_t rc, const cudaLaunchConfig_t *config, const void *func)
 {
     if (config)
-        record_launch(WS_API_cudaLaunchKernelExC, rc, func, config->gridDim, config->blockDim, config->dynamicSmemBytes,
-                      config->stream);
+        record_launch(api, rc, func, config->gridDim, config->blockDim, config->dynamicSmemBytes, config->stream);
     else
-        record_launch(WS_API_cudaLaunchKernelExC, rc, func, (dim3){0, 0, 0}, (dim3){0, 0, 0}, 0, 0);
+        record_launch(api, rc, func, (dim3){0, 0, 0}, (dim3){0, 0, 0}, 0, 0);
 }
 
 WS_EXPORT cudaError_t cudaLaunchKernelExC(const cudaLaunchConfig_t *config, const void *func, void **args)
 {
-    FORWARD_AND_RECORD(cudaLaunchKernelExC, (config, func, args), record_launch_config(rc, config, func));
+    FORWARD_AND_RECORD(cudaLaunchKernelExC, (config, func, args),
+                       record_launch_config(WS_API_cudaLaunchKernelExC, rc, config, func));
+}
+
+WS_EXPORT cudaError_t cudaLaunchKernelExC_ptsz(const cudaLaunchConfig_t *config, const void *func, void **args)
+{
+    FORWARD_AND_RECORD(cudaLaunchKernelExC_ptsz, (config, func, args),
+                       record_launch_config(WS_API_cudaLaunchKernelExC_ptsz, rc, config, func));
 }
 
 WS_EXPORT cudaError_t __cudaLaunchKernel(cudaKernel_t kernel, dim3 grid, dim3 block, void **args, size_t smem,
@@ -320,15 +373,15 @@ WS_EXPORT cudaError_t __cudaLaunchKernel_ptsz(cudaKernel_t kernel, dim3 grid, di
                        record_launch(WS_API___cudaLaunchKernel_ptsz, rc, kernel, grid, block, smem, stream));
 }
 
-static void record_graph_launch(cudaError_t rc, cudaGraphExec_t exec, cudaStream_t stream)
+static void record_graph_launch(uint8_t api, cudaError_t rc, cudaGraphExec_t exec, cudaStream_t stream)
 {
-    int captured = rc == cudaSuccess && ws_capture_note(WS_API_cudaGraphLaunch, stream);
+    int captured = rc == cudaSuccess && ws_capture_note(api, stream);
     struct ws_rec *r = ws_rec_reserve(1);
     if (!r)
         return;
     memset(r, 0, sizeof *r);
     r->type = WS_REC_GRAPH_LAUNCH;
-    r->api = WS_API_cudaGraphLaunch;
+    r->api = api;
     r->status = (int32_t)rc;
     r->ns = ws_now();
     r->u[0] = (uint64_t)(uintptr_t)exec;
@@ -336,26 +389,36 @@ static void record_graph_launch(cudaError_t rc, cudaGraphExec_t exec, cudaStream
     r->u[5] = (uint64_t)(uint32_t)ws_current_device;
     ws_rec_commit(1);
     if (rc == cudaSuccess && !captured)
-        ws_graph_memory_sample(WS_API_cudaGraphLaunch);
+        ws_graph_memory_sample(api);
 }
 
 /* The work a graph launch runs is placed between the record stamped before the call and the one
  * after it (collector/graphs.c), so it never overlaps what the thread did before or after. */
+#define FORWARD_GRAPH_LAUNCH(name, api)                                                                                \
+    do {                                                                                                               \
+        __typeof__(real.name) fn = REAL(name);                                                                         \
+        if (!fn)                                                                                                       \
+            return MISSING;                                                                                            \
+        if (!ws_hook_enter())                                                                                          \
+            return fn(exec, stream);                                                                                   \
+        int saved = errno;                                                                                             \
+        ws_graph_launch_begin(exec);                                                                                   \
+        errno = saved;                                                                                                 \
+        cudaError_t rc = fn(exec, stream);                                                                             \
+        saved = errno;                                                                                                 \
+        record_graph_launch(api, rc, exec, stream);                                                                    \
+        ws_hook_leave(saved);                                                                                          \
+        return rc;                                                                                                     \
+    } while (0)
+
 WS_EXPORT cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t stream)
 {
-    __typeof__(real.cudaGraphLaunch) fn = REAL(cudaGraphLaunch);
-    if (!fn)
-        return MISSING;
-    if (!ws_hook_enter())
-        return fn(exec, stream);
-    int saved = errno;
-    ws_graph_launch_begin(exec);
-    errno = saved;
-    cudaError_t rc = fn(exec, stream);
-    saved = errno;
-    record_graph_launch(rc, exec, stream);
-    ws_hook_leave(saved);
-    return rc;
+    FORWARD_GRAPH_LAUNCH(cudaGraphLaunch, WS_API_cudaGraphLaunch);
+}
+
+WS_EXPORT cudaError_t cudaGraphLaunch_ptsz(cudaGraphExec_t exec, cudaStream_t stream)
+{
+    FORWARD_GRAPH_LAUNCH(cudaGraphLaunch_ptsz, WS_API_cudaGraphLaunch_ptsz);
 }
 
 /* ---- kernel names -------------------------------------------------------------------------- */

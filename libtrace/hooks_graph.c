@@ -42,8 +42,20 @@ static uint64_t u64(const void *p) { return (uint64_t)(uintptr_t)p; }
 /* The stream a call names: 0 in a per-thread-default-stream variant is the per-thread stream. */
 static int per_thread_api(uint8_t api)
 {
-    return api == WS_API___cudaLaunchKernel_ptsz || api == WS_API_cudaStreamBeginCapture_ptsz ||
-           api == WS_API_cudaStreamBeginCaptureToGraph_ptsz || api == WS_API_cudaStreamEndCapture_ptsz;
+    switch (api) {
+    case WS_API___cudaLaunchKernel_ptsz:
+    case WS_API_cudaStreamBeginCapture_ptsz:
+    case WS_API_cudaStreamBeginCaptureToGraph_ptsz:
+    case WS_API_cudaStreamEndCapture_ptsz:
+    case WS_API_cudaMallocAsync_ptsz:
+    case WS_API_cudaFreeAsync_ptsz:
+    case WS_API_cudaMallocFromPoolAsync_ptsz:
+    case WS_API_cudaLaunchKernel_ptsz:
+    case WS_API_cudaLaunchKernelExC_ptsz:
+    case WS_API_cudaLaunchCooperativeKernel_ptsz:
+    case WS_API_cudaGraphLaunch_ptsz: return 1;
+    default: return 0;
+    }
 }
 
 static cudaStream_t effective_stream(uint8_t api, const void *stream)

@@ -16,6 +16,7 @@
 #include <pthread.h>
 #include <string.h>
 
+#include "blind_spots.h"
 #include "graph_hooks.h"
 #include "tracer.h"
 
@@ -56,8 +57,13 @@ void *ws_real_registered(const char *name)
     return registry_find(name, __atomic_load_n(&registered, __ATOMIC_ACQUIRE));
 }
 
+static uint64_t resolutions;
+
+uint64_t ws_hooks_reached(void) { return __atomic_load_n(&resolutions, __ATOMIC_RELAXED); }
+
 void *ws_real_symbol(const char *name)
 {
+    __atomic_fetch_add(&resolutions, 1, __ATOMIC_RELAXED);
     void *p = ws_real_registered(name);
     if (p)
         return p;

@@ -642,6 +642,25 @@ out:
     return rc;
 }
 
+/* An empty trace says why when the tracer saw CUDA use it could not trace (meta blind_spot.*). */
+static void empty_trace(sqlite3 *db, const char *path, char *err, size_t errlen)
+{
+    sqlite3_stmt *st = NULL;
+    const char *kinds = NULL;
+    if (sqlite3_prepare_v2(db,
+                           "SELECT group_concat(substr(key, 12) || ' (' || value || ')', '; ') FROM meta"
+                           " WHERE key LIKE 'blind^_spot.%' ESCAPE '^'",
+                           -1, &st, NULL) == SQLITE_OK &&
+        sqlite3_step(st) == SQLITE_ROW)
+        kinds = (const char *)sqlite3_column_text(st, 0);
+    if (kinds)
+        snprintf(err, errlen, "%s: empty trace: no allocations and no ranges were recorded; blind spots: %s", path,
+                 kinds);
+    else
+        snprintf(err, errlen, "%s: empty trace: no allocations and no ranges were recorded", path);
+    sqlite3_finalize(st);
+}
+
 int ws_analysis_load(sqlite3 *db, const char *path, struct ws_analysis *an, char *err, size_t errlen)
 {
     int64_t anything = 0;
@@ -650,7 +669,7 @@ int ws_analysis_load(sqlite3 *db, const char *path, struct ws_analysis *an, char
     if (trace_has_rows(db, &anything) != 0)
         ws_sql_fail(db, "reading the trace", err, errlen);
     else if (!anything)
-        snprintf(err, errlen, "%s: empty trace: no allocations and no ranges were recorded", path);
+        empty_trace(db, path, err, errlen);
     else {
         char what[96];
         snprintf(what, sizeof what, "analysing %s", path);
