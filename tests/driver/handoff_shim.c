@@ -1,11 +1,11 @@
-/* A libcuda.so.1 found first on the library path, in front of the simulated driver: it hands the
- * tracer's cuGetProcAddress_v2 to code that looks it up on the handle it dlopen'd, the way
- * interposing the loader's handle lookups does, so that a program whose CUDA libraries find the
- * driver through dlopen + dlsym(handle) + cuGetProcAddress (cudart, cuBLAS) is traced through the
- * entry-point lookup alone.  It exports cuGetProcAddress_v2 and the wssim_* calls the programs
- * need, loads the simulated driver by its path (SIM_DRIVER), and at exit prints
- * "handoff.lookups=<n>" and "handoff.hooked=<n>": the lookups it saw and how many of them were
- * answered with a function of libwstrace.so. */
+/* A libcuda.so.1 found first on the library path, in front of the simulated driver: an observer of
+ * the entry-point lookups of code that finds the driver through dlopen + dlsym(handle) +
+ * cuGetProcAddress (cudart, cuBLAS).  Its cuGetProcAddress_v2 asks the tracer's (the one found in
+ * the global scope), which asks the simulated driver's, and counts what the lookups were answered
+ * with.  It exports cuGetProcAddress_v2 and the wssim_* calls the programs need, loads the
+ * simulated driver by its path (SIM_DRIVER), and at exit prints "handoff.lookups=<n>" and
+ * "handoff.hooked=<n>": the lookups it saw and how many of them were answered with a function of
+ * libwstrace.so, which shows that the caller's driver calls went through the tracer's hooks. */
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
