@@ -43,6 +43,10 @@ enum {
     ST_META,
     ST_DECL_DETAIL,
     ST_DECL_REGION,
+    ST_VMM_MAP,
+    ST_VMM_UNMAP,
+    ST_VMM_RESERVE,
+    ST_VMM_RESERVE_FREE,
     ST_COUNT
 };
 
@@ -106,6 +110,12 @@ static const char *const statement_sql[ST_COUNT] = {
                        "VALUES (?1,?2,?3,?4)",
     [ST_DECL_REGION] = "INSERT OR REPLACE INTO declaration_regions(declaration_id, ordinal, name_id, offset, bytes) "
                        "VALUES (?1,?2,?3,?4,?5)",
+    [ST_VMM_MAP] = "INSERT INTO vmm_mappings(id, allocation_id, handle, address, bytes, offset, device, status, "
+                   "thread_id, range_id, map_ns) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11)",
+    [ST_VMM_UNMAP] = "UPDATE vmm_mappings SET unmap_ns = ?2, unmap_thread_id = ?3 WHERE id = ?1",
+    [ST_VMM_RESERVE] = "INSERT INTO vmm_reservations(id, address, bytes, alignment, requested_address, status, "
+                       "thread_id, range_id, reserve_ns) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9)",
+    [ST_VMM_RESERVE_FREE] = "UPDATE vmm_reservations SET free_ns = ?2, free_thread_id = ?3 WHERE id = ?1",
 };
 
 /* NVTX event attributes as the tracer packs them (spool_format.h): status, u4, u5. */
@@ -173,6 +183,12 @@ struct region {
 
 #define WS_MEM_REGION 3 /* allocations.memory of a region (collector only: the tracer never sends it) */
 
+/* A cuMemRelease of physical memory that is still mapped: it is given back at the last unmap. */
+struct vmm_release {
+    struct ws_rec rec;
+    size_t thread;
+};
+
 struct open_run {
     int64_t id, thread_id, shape_key_id;
     uint64_t start_ns;
@@ -222,6 +238,13 @@ struct collector {
     int32_t free_region, process_wide; /* free slot list, open regions of the process-wide heap */
     struct ws_u64map region_at;        /* address -> index into regions */
     struct ws_u64map containers;       /* allocation id -> open heaps and process-wide regions in it */
+    /* driver virtual memory: mapped address -> vmm_mappings id, mapped address -> physical handle,
+     * handle -> its live mappings, reserved address -> vmm_reservations id; releases that wait for
+     * the last unmap */
+    struct ws_u64map vmm_maps, vmm_map_handle, vmm_mapped, vmm_reserved;
+    struct vmm_release *releases;
+    size_t nreleases, releases_cap;
+    int64_t next_mapping, next_reservation;
     int64_t next_range, next_alloc, next_run;
     int64_t command_line_id;
     uint64_t images;
@@ -829,6 +852,136 @@ static int on_free(struct collector *c, struct thread_state *t, const struct ws_
         return -1;
     /* NVTX heaps and regions inside the freed memory end with it (see container_freed) */
     return c->containers.len ? container_freed(c, t, r, c->pending[idx].id) : 0;
+}
+
+/* ---- driver virtual memory ------------------------------------------------------------------------ */
+
+static int64_t graph_live_allocation(void *ctx, uint64_t address);
+
+/*
+ * Physical memory (cuMemCreate) is an allocations row whose address is its handle.  The device
+ * gives it back when it has been released (cuMemRelease) and is mapped nowhere: a release of
+ * memory still mapped closes the row at the last cuMemUnmap of it instead (free_api 'cuMemUnmap').
+ * Mappings and address reservations are rows of vmm_mappings and vmm_reservations.
+ */
+static int vmm_defer_release(struct collector *c, struct thread_state *t, const struct ws_rec *r)
+{
+    uint64_t mapped = 0;
+    if (!ws_u64map_get(&c->vmm_mapped, r->u[0], &mapped) || mapped == 0)
+        return 0;
+    if (GROW(c->releases, c->nreleases, c->releases_cap) != 0)
+        return fail(c, "out of memory");
+    c->releases[c->nreleases].rec = *r;
+    c->releases[c->nreleases].thread = (size_t)(t - c->threads);
+    c->nreleases++;
+    return 1;
+}
+
+static int vmm_unmapped(struct collector *c, struct thread_state *t, uint64_t handle, uint64_t ns)
+{
+    uint64_t mapped = 0;
+    if (!ws_u64map_get(&c->vmm_mapped, handle, &mapped))
+        return 0;
+    if (mapped > 1)
+        return ws_u64map_put(&c->vmm_mapped, handle, mapped - 1) == 0 ? 0 : fail(c, "out of memory");
+    ws_u64map_del(&c->vmm_mapped, handle);
+    for (size_t i = 0; i < c->nreleases; i++) {
+        if (c->releases[i].rec.u[0] != handle)
+            continue;
+        struct ws_rec f = c->releases[i].rec;
+        c->releases[i] = c->releases[--c->nreleases];
+        f.ns = ns;
+        f.api = WS_API_cuMemUnmap;
+        return on_free(c, t, &f);
+    }
+    return 0;
+}
+
+static int on_vmm(struct collector *c, struct thread_state *t, const struct ws_rec *r)
+{
+    uint64_t v;
+    sqlite3_stmt *s;
+    switch (r->api) {
+    case WS_API_cuMemMap: {
+        int64_t id = ++c->next_mapping;
+        s = c->st[ST_VMM_MAP];
+        sqlite3_bind_int64(s, 1, id);
+        bind_opt(s, 2, graph_live_allocation(c, r->u[3]));
+        sqlite3_bind_int64(s, 3, (int64_t)r->u[3]);
+        sqlite3_bind_int64(s, 4, (int64_t)r->u[0]);
+        sqlite3_bind_int64(s, 5, (int64_t)r->u[1]);
+        sqlite3_bind_int64(s, 6, (int64_t)r->u[2]);
+        sqlite3_bind_int64(s, 7, (int64_t)(int32_t)(uint32_t)r->u[4]);
+        sqlite3_bind_int(s, 8, r->status);
+        sqlite3_bind_int64(s, 9, t->id);
+        bind_opt(s, 10, current_range(t));
+        sqlite3_bind_int64(s, 11, (int64_t)r->ns);
+        if (step(c, ST_VMM_MAP) != 0)
+            return -1;
+        if (r->status != 0)
+            return 0;
+        uint64_t mapped = 0;
+        ws_u64map_get(&c->vmm_mapped, r->u[3], &mapped);
+        if (ws_u64map_put(&c->vmm_maps, r->u[0], (uint64_t)id) != 0 ||
+            ws_u64map_put(&c->vmm_map_handle, r->u[0], r->u[3]) != 0 ||
+            ws_u64map_put(&c->vmm_mapped, r->u[3], mapped + 1) != 0)
+            return fail(c, "out of memory");
+        return 0;
+    }
+    case WS_API_cuMemUnmap: {
+        /* one call may unmap several mappings: every one that starts in [address, address + bytes) */
+        uint64_t end = r->u[0] + r->u[1] < r->u[0] ? UINT64_MAX : r->u[0] + r->u[1];
+        int found = 0;
+        for (size_t i = 0; r->status == 0 && i < c->vmm_maps.cap; i++) {
+            if (c->vmm_maps.state[i] != 1 || c->vmm_maps.keys[i] < r->u[0] || c->vmm_maps.keys[i] >= end)
+                continue;
+            uint64_t address = c->vmm_maps.keys[i], handle = 0;
+            v = c->vmm_maps.vals[i];
+            ws_u64map_get(&c->vmm_map_handle, address, &handle);
+            ws_u64map_del(&c->vmm_maps, address);
+            ws_u64map_del(&c->vmm_map_handle, address);
+            s = c->st[ST_VMM_UNMAP];
+            sqlite3_bind_int64(s, 1, (int64_t)v);
+            sqlite3_bind_int64(s, 2, (int64_t)r->ns);
+            sqlite3_bind_int64(s, 3, t->id);
+            if (step(c, ST_VMM_UNMAP) != 0 || vmm_unmapped(c, t, handle, r->ns) != 0)
+                return -1;
+            found = 1; /* a deletion leaves a tombstone: the scan goes on where it is */
+        }
+        return found ? 0 : write_error(c, t, r); /* failed, or a mapping made before tracing began */
+    }
+    case WS_API_cuMemAddressReserve: {
+        int64_t id = ++c->next_reservation;
+        s = c->st[ST_VMM_RESERVE];
+        sqlite3_bind_int64(s, 1, id);
+        if (r->status == 0)
+            sqlite3_bind_int64(s, 2, (int64_t)r->u[0]);
+        else
+            sqlite3_bind_null(s, 2);
+        sqlite3_bind_int64(s, 3, (int64_t)r->u[1]);
+        sqlite3_bind_int64(s, 4, (int64_t)r->u[2]);
+        bind_opt(s, 5, (int64_t)r->u[3]);
+        sqlite3_bind_int(s, 6, r->status);
+        sqlite3_bind_int64(s, 7, t->id);
+        bind_opt(s, 8, current_range(t));
+        sqlite3_bind_int64(s, 9, (int64_t)r->ns);
+        if (step(c, ST_VMM_RESERVE) != 0)
+            return -1;
+        if (r->status == 0 && ws_u64map_put(&c->vmm_reserved, r->u[0], (uint64_t)id) != 0)
+            return fail(c, "out of memory");
+        return 0;
+    }
+    case WS_API_cuMemAddressFree:
+        if (r->status != 0 || !ws_u64map_get(&c->vmm_reserved, r->u[0], &v))
+            return write_error(c, t, r);
+        ws_u64map_del(&c->vmm_reserved, r->u[0]);
+        s = c->st[ST_VMM_RESERVE_FREE];
+        sqlite3_bind_int64(s, 1, (int64_t)v);
+        sqlite3_bind_int64(s, 2, (int64_t)r->ns);
+        sqlite3_bind_int64(s, 3, t->id);
+        return step(c, ST_VMM_RESERVE_FREE);
+    default: return 0;
+    }
 }
 
 /* ---- the NVTX memory extension ------------------------------------------------------------------ */
@@ -1462,8 +1615,15 @@ static int dispatch(struct collector *c, struct thread_state *t, const struct ws
         if (on_alloc(c, t, r) != 0)
             return -1;
         return ws_graphs_allocated(c->graphs, ti, r, c->next_alloc) == 0 ? 0 : graph_failed(c);
-    case WS_REC_FREE: return on_free(c, t, r);
+    case WS_REC_FREE:
+        if (r->api == WS_API_cuMemRelease && r->status == 0) {
+            int deferred = vmm_defer_release(c, t, r);
+            if (deferred != 0)
+                return deferred > 0 ? 0 : -1;
+        }
+        return on_free(c, t, r);
     case WS_REC_LAUNCH: return on_launch(c, t, r, 0);
+    case WS_REC_VMM: return on_vmm(c, t, r);
     case WS_REC_GRAPH_LAUNCH:
         if (on_launch(c, t, r, 1) != 0)
             return -1;
@@ -1683,7 +1843,9 @@ static int setup(struct collector *c)
     if (ws_u64map_init(&c->string_ids, 1024) || ws_u64map_init(&c->live, 1024) || ws_u64map_init(&c->symbols, 64) ||
         ws_u64map_init(&c->aliases, 64) || ws_u64map_init(&c->registered, 64) || ws_u64map_init(&c->startends, 64) ||
         ws_u64map_init(&c->domain_rows, 16) || ws_u64map_init(&c->domain_names, 16) ||
-        ws_u64map_init(&c->open_heaps, 16) || ws_u64map_init(&c->region_at, 64) || ws_u64map_init(&c->containers, 16))
+        ws_u64map_init(&c->open_heaps, 16) || ws_u64map_init(&c->region_at, 64) || ws_u64map_init(&c->containers, 16) ||
+        ws_u64map_init(&c->vmm_maps, 16) || ws_u64map_init(&c->vmm_map_handle, 16) ||
+        ws_u64map_init(&c->vmm_mapped, 16) || ws_u64map_init(&c->vmm_reserved, 16))
         return fail(c, "out of memory");
     c->free_region = c->process_wide = -1;
     c->threads = calloc(c->spool.nthreads ? c->spool.nthreads : 1, sizeof *c->threads);
@@ -1741,6 +1903,11 @@ static void teardown(struct collector *c)
     ws_u64map_free(&c->open_heaps);
     ws_u64map_free(&c->region_at);
     ws_u64map_free(&c->containers);
+    ws_u64map_free(&c->vmm_maps);
+    ws_u64map_free(&c->vmm_map_handle);
+    ws_u64map_free(&c->vmm_mapped);
+    ws_u64map_free(&c->vmm_reserved);
+    free(c->releases);
     free(c->heaps);
     free(c->regions);
     if (c->db)

@@ -427,7 +427,9 @@ int ws_graphs_take(struct ws_graphs *g, size_t ti, const struct ws_rec *r)
         }
         /* the call it described was lost: this record is not it */
     }
-    if (r->api == WS_API_cudaIpcOpenMemHandle || r->api == WS_API_cudaIpcCloseMemHandle)
+    if (r->api == WS_API_cudaIpcOpenMemHandle || r->api == WS_API_cudaIpcCloseMemHandle ||
+        r->api == WS_API_cuIpcOpenMemHandle || r->api == WS_API_cuIpcOpenMemHandle_v2 ||
+        r->api == WS_API_cuIpcCloseMemHandle)
         return ipc_take(g, r);
     return 0;
 }
@@ -528,7 +530,9 @@ static int on_exec(struct ws_graphs *g, size_t ti, const struct ws_rec *r)
     if (r->status != 0)
         return 0; /* not instantiated, or not updated: the instance keeps its structure */
     uint64_t prev_index = 0;
-    int update = r->api == WS_API_cudaGraphExecUpdate && ws_u64map_get(&g->open_execs, r->u[0], &prev_index);
+    int update = (r->api == WS_API_cudaGraphExecUpdate || r->api == WS_API_cuGraphExecUpdate ||
+                  r->api == WS_API_cuGraphExecUpdate_v2) &&
+                 ws_u64map_get(&g->open_execs, r->u[0], &prev_index);
     if (GROW(g->execs, g->nexecs, g->execs_cap) != 0)
         return oom(g);
     struct exec *x = &g->execs[g->nexecs];
@@ -647,7 +651,7 @@ static int on_node_set(struct ws_graphs *g, const struct ws_rec *r)
     struct gnode *n = node_of(&g->execs[i], r->u[1]);
     if (!n)
         return 0;
-    if (r->api == WS_API_cudaGraphNodeSetEnabled) {
+    if (r->api == WS_API_cudaGraphNodeSetEnabled || r->api == WS_API_cuGraphNodeSetEnabled) {
         n->enabled = r->u[2] != 0;
     } else if (n->type == NODE_KERNEL) {
         n->function = r->u[2];
@@ -686,7 +690,7 @@ static int replay(struct replay *p, uint8_t type, uint64_t u0, uint64_t u1, uint
     struct ws_rec r;
     memset(&r, 0, sizeof r);
     r.type = type;
-    r.api = p->launch->api; /* cudaGraphLaunch or its _ptsz form */
+    r.api = p->launch->api; /* cudaGraphLaunch, cuGraphLaunch, or their _ptsz forms */
     p->ns += p->step;
     r.ns = p->ns;
     r.u[0] = u0;
@@ -849,7 +853,7 @@ static int write_pool(struct ws_graphs *g, const struct pool *p)
 
 static int on_pool(struct ws_graphs *g, size_t ti, const struct ws_rec *r)
 {
-    if (r->api == WS_API_cudaMemPoolCreate) {
+    if (r->api == WS_API_cudaMemPoolCreate || r->api == WS_API_cuMemPoolCreate) {
         if (r->status != 0 || !r->u[0])
             return 0;
         uint64_t old;
@@ -864,7 +868,7 @@ static int on_pool(struct ws_graphs *g, size_t ti, const struct ws_rec *r)
     int64_t id = r->u[0] ? pool_of(g, ti, r->u[0], -1, "other", r->ns) : 0;
     if (id < 0)
         return -1;
-    if (r->api == WS_API_cudaMemPoolDestroy && r->status == 0 && id) {
+    if ((r->api == WS_API_cudaMemPoolDestroy || r->api == WS_API_cuMemPoolDestroy) && r->status == 0 && id) {
         g->pools[id - 1].destroyed = 1;
         g->pools[id - 1].destroy_ns = r->ns;
         ws_u64map_del(&g->pool_index, r->u[0]); /* a later pool may get the handle */
@@ -876,13 +880,16 @@ static int on_pool(struct ws_graphs *g, size_t ti, const struct ws_rec *r)
     sqlite3_bind_text(s, 2, ws_api_name(r->api), -1, SQLITE_STATIC);
     sqlite3_bind_int(s, 3, r->status);
     switch (r->api) {
-    case WS_API_cudaMemPoolTrimTo: bind_u64(s, 5, r->u[1]); break;
+    case WS_API_cudaMemPoolTrimTo:
+    case WS_API_cuMemPoolTrimTo: bind_u64(s, 5, r->u[1]); break;
     case WS_API_cudaMemPoolSetAttribute:
+    case WS_API_cuMemPoolSetAttribute:
         sqlite3_bind_int64(s, 4, (int64_t)r->u[1]);
         bind_u64(s, 5, r->u[2]);
         break;
     case WS_API_cudaDeviceSetMemPool:
-    case WS_API_cudaMemSetMemPool: bind_u64(s, 5, r->u[1]); break; /* the device */
+    case WS_API_cudaMemSetMemPool:
+    case WS_API_cuDeviceSetMemPool: bind_u64(s, 5, r->u[1]); break; /* the device */
     default: break;
     }
     sqlite3_bind_int64(s, 6, thread_id);
@@ -913,13 +920,14 @@ static int on_pool_state(struct ws_graphs *g, size_t ti, const struct ws_rec *r)
 
 int ws_graphs_allocated(struct ws_graphs *g, size_t ti, const struct ws_rec *r, int64_t allocation)
 {
-    int from_device_pool = r->api == WS_API_cudaMallocAsync || r->api == WS_API_cudaMallocAsync_ptsz;
-    if (r->status != 0 || !r->u[0] || !r->u[5] ||
-        (!from_device_pool && r->api != WS_API_cudaMallocFromPoolAsync &&
-         r->api != WS_API_cudaMallocFromPoolAsync_ptsz))
+    int device_pool = r->api == WS_API_cudaMallocAsync || r->api == WS_API_cudaMallocAsync_ptsz ||
+                      r->api == WS_API_cuMemAllocAsync || r->api == WS_API_cuMemAllocAsync_ptsz;
+    int other_pool = r->api == WS_API_cudaMallocFromPoolAsync || r->api == WS_API_cudaMallocFromPoolAsync_ptsz ||
+                     r->api == WS_API_cuMemAllocFromPoolAsync || r->api == WS_API_cuMemAllocFromPoolAsync_ptsz;
+    if (r->status != 0 || !r->u[0] || !r->u[5] || (!device_pool && !other_pool))
         return 0;
     /* a pool the trace did not see created: a device's default pool, or one made before tracing */
-    int64_t id = pool_of(g, ti, r->u[5], (int32_t)(uint32_t)r->u[4], from_device_pool ? "device" : "other", r->ns);
+    int64_t id = pool_of(g, ti, r->u[5], (int32_t)(uint32_t)r->u[4], device_pool ? "device" : "other", r->ns);
     if (id < 0)
         return -1;
     g->pools[id - 1].allocations++;
@@ -939,9 +947,9 @@ static int on_array(struct ws_graphs *g, const struct ws_rec *r)
     if (!allocation)
         return 0;
     sqlite3_stmt *s = g->st[G_ARRAY];
-    const char *kind = r->api == WS_API_cudaMallocMipmappedArray ? "mipmapped-array"
-                       : r->api == WS_API_cudaMalloc3DArray      ? "3d-array"
-                                                                 : "array";
+    int mipmapped = r->api == WS_API_cudaMallocMipmappedArray || r->api == WS_API_cuMipmappedArrayCreate;
+    int three_d = r->api == WS_API_cudaMalloc3DArray || r->api == WS_API_cuArray3DCreate_v2;
+    const char *kind = mipmapped ? "mipmapped-array" : three_d ? "3d-array" : "array";
     uint32_t format = (uint32_t)(r->u[5] >> 32);
     sqlite3_bind_int64(s, 1, allocation);
     sqlite3_bind_text(s, 2, kind, -1, SQLITE_STATIC);

@@ -81,6 +81,10 @@ enum ws_rec_type {
                                   u2=value; cudaDeviceSetMemPool: u1=device */
     WS_REC_POOL_STATE,         /* api that prompted it, u0=pool (0: the graph allocator), u1=reserved, u2=used,
                                   u3=reserved high, u4=used high, u5=release threshold (graph allocator: device) */
+    /* driver virtual memory (libtrace/hooks_driver.c), by api: cuMemMap: u0=address, u1=bytes, u2=offset,
+       u3=physical handle, u4=device; cuMemUnmap: u0=address, u1=bytes; cuMemAddressReserve: u0=address
+       returned, u1=bytes, u2=alignment, u3=address asked for; cuMemAddressFree: u0=address, u1=bytes */
+    WS_REC_VMM,
     WS_REC_TYPE_COUNT
 };
 
@@ -162,6 +166,71 @@ enum ws_api {
     WS_API_cudaLaunchKernelExC_ptsz,
     WS_API_cudaLaunchCooperativeKernel_ptsz,
     WS_API_cudaGraphLaunch_ptsz,
+    /* the driver API (libtrace/hooks_driver.c, hooks_driver_graph.c): every versioned name hooked; one block,
+       cuMemAlloc_v2 first and cuIpcCloseMemHandle last (ws_is_driver_api in libtrace/graph_hooks.h) */
+    WS_API_cuMemAlloc_v2,
+    WS_API_cuMemAllocPitch_v2,
+    WS_API_cuMemAllocManaged,
+    WS_API_cuMemAllocHost_v2,
+    WS_API_cuMemHostAlloc,
+    WS_API_cuMemFree_v2,
+    WS_API_cuMemFreeHost,
+    WS_API_cuMemAllocAsync,
+    WS_API_cuMemAllocAsync_ptsz,
+    WS_API_cuMemAllocFromPoolAsync,
+    WS_API_cuMemAllocFromPoolAsync_ptsz,
+    WS_API_cuMemFreeAsync,
+    WS_API_cuMemFreeAsync_ptsz,
+    WS_API_cuMemCreate,
+    WS_API_cuMemRelease,
+    WS_API_cuMemMap,
+    WS_API_cuMemUnmap,
+    WS_API_cuMemAddressReserve,
+    WS_API_cuMemAddressFree,
+    WS_API_cuLaunchKernel,
+    WS_API_cuLaunchKernel_ptsz,
+    WS_API_cuLaunchKernelEx,
+    WS_API_cuLaunchKernelEx_ptsz,
+    WS_API_cuLaunchCooperativeKernel,
+    WS_API_cuLaunchCooperativeKernel_ptsz,
+    WS_API_cuGraphLaunch,
+    WS_API_cuGraphLaunch_ptsz,
+    WS_API_cuGraphInstantiate,
+    WS_API_cuGraphInstantiate_v2,
+    WS_API_cuGraphInstantiateWithFlags,
+    WS_API_cuGraphInstantiateWithParams,
+    WS_API_cuGraphInstantiateWithParams_ptsz,
+    WS_API_cuGraphExecUpdate,
+    WS_API_cuGraphExecUpdate_v2,
+    WS_API_cuGraphExecDestroy,
+    WS_API_cuGraphExecKernelNodeSetParams,
+    WS_API_cuGraphExecKernelNodeSetParams_v2,
+    WS_API_cuGraphExecNodeSetParams,
+    WS_API_cuGraphNodeSetEnabled,
+    WS_API_cuStreamBeginCapture,
+    WS_API_cuStreamBeginCapture_ptsz,
+    WS_API_cuStreamBeginCapture_v2,
+    WS_API_cuStreamBeginCapture_v2_ptsz,
+    WS_API_cuStreamBeginCaptureToGraph,
+    WS_API_cuStreamBeginCaptureToGraph_ptsz,
+    WS_API_cuStreamEndCapture,
+    WS_API_cuStreamEndCapture_ptsz,
+    WS_API_cuMemPoolCreate,
+    WS_API_cuMemPoolDestroy,
+    WS_API_cuMemPoolTrimTo,
+    WS_API_cuMemPoolSetAttribute,
+    WS_API_cuDeviceSetMemPool,
+    WS_API_cuMemHostRegister,
+    WS_API_cuMemHostRegister_v2,
+    WS_API_cuMemHostUnregister,
+    WS_API_cuArrayCreate_v2,
+    WS_API_cuArray3DCreate_v2,
+    WS_API_cuMipmappedArrayCreate,
+    WS_API_cuArrayDestroy,
+    WS_API_cuMipmappedArrayDestroy,
+    WS_API_cuIpcOpenMemHandle,
+    WS_API_cuIpcOpenMemHandle_v2,
+    WS_API_cuIpcCloseMemHandle,
     WS_API_COUNT
 };
 
@@ -250,6 +319,7 @@ struct ws_spool_header {
 };
 
 _Static_assert(sizeof(struct ws_rec) == WS_REC_BYTES, "record size");
+_Static_assert(WS_API_COUNT <= 256, "a record's api is one byte");
 _Static_assert(sizeof(struct ws_chunk_header) == WS_REC_BYTES, "chunk header size");
 _Static_assert(sizeof(struct ws_spool_header) == WS_SPOOL_HEADER_BYTES, "spool header size");
 

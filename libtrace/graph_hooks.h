@@ -80,6 +80,46 @@ static inline int ws_capture_note(uint8_t api, const void *stream)
 void ws_graph_launch_begin(const void *exec);
 void ws_graph_memory_sample(uint8_t api);
 
+/* The same for the driver's forms (hooks_driver.c, hooks_driver_graph.c): records tagged with the
+ * api they are given, the capture asked about through whichever layer is loaded. */
+int ws_capture_of(uint8_t api, const void *stream, unsigned long long *id);
+void ws_capture_begin_record(uint8_t api, int rc, const void *stream, int mode, const void *into);
+/* After an end of capture: `was` and `id` are what ws_capture_of answered before it. */
+void ws_capture_end_record(uint8_t api, int rc, const void *stream, int was, unsigned long long id, const void *graph);
+void ws_graph_launch_begin_api(uint8_t api, const void *exec);
+void ws_graph_memory_sample_device(uint8_t api, int device);
+void ws_graph_destroy_record(uint8_t api, int rc, const void *exec);
+/* kernel: a = function, grid and block packed with ws_pack_dim3; else a = whether the node is enabled. */
+void ws_graph_node_set_record(uint8_t api, int rc, const void *exec, const void *node, int kernel, uint64_t a,
+                              uint64_t grid, uint64_t block, uint64_t smem);
+/* Walks a graph, writing one GRAPH_NODE per node in launch order (ws_graph_node_record). */
+typedef void (*ws_graph_walker)(const void *graph, uint64_t *records, uint64_t *allocations, int *status);
+/* An instantiation or update: GRAPH_EXEC, then (on success) the walk's nodes and GRAPH_END. */
+void ws_graph_structure_record(uint8_t api, int rc, const void *exec, const void *graph, unsigned long long flags,
+                               ws_graph_walker walk);
+/* One GRAPH_NODE record; f as WS_REC_GRAPH_NODE's u1..u5. */
+void ws_graph_node_record(uint64_t node, uint32_t type, unsigned depth, const uint64_t f[5]);
+
+/* ---- the driver API (hooks_driver.c) ---- */
+
+/* 1 for an api of the driver's block of enum ws_api. */
+static inline int ws_is_driver_api(uint8_t api)
+{
+    return api >= WS_API_cuMemAlloc_v2 && api <= WS_API_cuIpcCloseMemHandle;
+}
+/* 1 for an api whose stream 0 is the per-thread default stream (a _ptsz driver form). */
+int ws_driver_per_thread_api(uint8_t api);
+/* Names a launched CUfunction once per thread (cuFuncGetName): a SYMBOL record. */
+void ws_driver_note_function(const void *fn);
+/* The device of the calling thread's current context (ws_current_device when there is none). */
+int ws_driver_device(void);
+/* For a program of the driver API alone: the capture of a stream, and the graph allocator's
+ * attribute query (NULL when the driver is not loaded either). */
+int ws_driver_capture_of(const void *stream, unsigned long long *id);
+void *ws_driver_graph_mem_attribute_fn(void);
+void *ws_driver_pool_attribute_fn(void);
+void *ws_driver_device_pool_fn(void);
+
 /* ---- memory pools (hooks_memory.c) ---- */
 
 /* The pool cudaMallocAsync draws from on the calling thread's device. */
@@ -87,5 +127,10 @@ uint64_t ws_pool_current(void);
 /* After a stream-ordered allocation from `pool`: a POOL_STATE record when what it reserves
  * changed since the last one. */
 void ws_pool_sample(uint8_t api, uint64_t pool);
+/* The POOL records of a pool's creation, destruction, trim or attribute change (either layer's). */
+void ws_pool_create_record(uint8_t api, int rc, uint64_t pool, int device, uint64_t max_size);
+void ws_pool_destroy_record(uint8_t api, int rc, uint64_t pool);
+void ws_pool_change_record(uint8_t api, int rc, uint64_t pool, uint64_t a1, uint64_t a2);
+uint64_t ws_pool_attribute_value(int attribute, const void *value);
 
 #endif

@@ -54,7 +54,7 @@ static int per_thread_api(uint8_t api)
     case WS_API_cudaLaunchKernelExC_ptsz:
     case WS_API_cudaLaunchCooperativeKernel_ptsz:
     case WS_API_cudaGraphLaunch_ptsz: return 1;
-    default: return 0;
+    default: return ws_driver_per_thread_api(api);
     }
 }
 
@@ -75,9 +75,16 @@ static int capture_of(cudaStream_t stream, unsigned long long *id)
     __typeof__(&cudaStreamGetCaptureInfo) info = WS_REAL_FN(cudaStreamGetCaptureInfo);
     enum cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
     *id = 0;
-    if (!info || info(stream, &status, id, NULL, NULL, NULL, NULL) != cudaSuccess)
+    if (!info) /* a program of the driver API alone: no runtime is loaded */
+        return ws_driver_capture_of(stream, id);
+    if (info(stream, &status, id, NULL, NULL, NULL, NULL) != cudaSuccess)
         return 0;
     return status != cudaStreamCaptureStatusNone;
+}
+
+int ws_capture_of(uint8_t api, const void *stream, unsigned long long *id)
+{
+    return capture_of(effective_stream(api, stream), id);
 }
 
 int ws_capture_note_slow(uint8_t api, const void *stream)
@@ -96,8 +103,7 @@ int ws_capture_note_slow(uint8_t api, const void *stream)
     return 1;
 }
 
-static void record_capture_begin(uint8_t api, cudaError_t rc, const void *stream, enum cudaStreamCaptureMode mode,
-                                 cudaGraph_t into)
+void ws_capture_begin_record(uint8_t api, int rc, const void *stream, int mode, const void *into)
 {
     unsigned long long id = 0;
     cudaStream_t s = effective_stream(api, stream);
@@ -112,20 +118,20 @@ static void record_capture_begin(uint8_t api, cudaError_t rc, const void *stream
     r->u[1] = id;
     r->u[2] = (uint64_t)mode;
     r->u[3] = u64(into);
-    r->u[5] = (uint64_t)(uint32_t)ws_current_device;
+    r->u[5] = (uint64_t)(uint32_t)(ws_is_driver_api(api) ? ws_driver_device() : ws_current_device);
     ws_rec_commit(1);
 }
 
 WS_EXPORT cudaError_t cudaStreamBeginCapture(cudaStream_t stream, enum cudaStreamCaptureMode mode)
 {
     WS_FORWARD(cudaStreamBeginCapture, (stream, mode),
-               record_capture_begin(WS_API_cudaStreamBeginCapture, rc, stream, mode, NULL));
+               ws_capture_begin_record(WS_API_cudaStreamBeginCapture, rc, stream, mode, NULL));
 }
 
 WS_EXPORT cudaError_t cudaStreamBeginCapture_ptsz(cudaStream_t stream, enum cudaStreamCaptureMode mode)
 {
     WS_FORWARD(cudaStreamBeginCapture_ptsz, (stream, mode),
-               record_capture_begin(WS_API_cudaStreamBeginCapture_ptsz, rc, stream, mode, NULL));
+               ws_capture_begin_record(WS_API_cudaStreamBeginCapture_ptsz, rc, stream, mode, NULL));
 }
 
 WS_EXPORT cudaError_t cudaStreamBeginCaptureToGraph(cudaStream_t stream, cudaGraph_t graph,
@@ -134,7 +140,7 @@ WS_EXPORT cudaError_t cudaStreamBeginCaptureToGraph(cudaStream_t stream, cudaGra
                                                     enum cudaStreamCaptureMode mode)
 {
     WS_FORWARD(cudaStreamBeginCaptureToGraph, (stream, graph, dependencies, dependencyData, numDependencies, mode),
-               record_capture_begin(WS_API_cudaStreamBeginCaptureToGraph, rc, stream, mode, graph));
+               ws_capture_begin_record(WS_API_cudaStreamBeginCaptureToGraph, rc, stream, mode, graph));
 }
 
 WS_EXPORT cudaError_t cudaStreamBeginCaptureToGraph_ptsz(cudaStream_t stream, cudaGraph_t graph,
@@ -143,7 +149,7 @@ WS_EXPORT cudaError_t cudaStreamBeginCaptureToGraph_ptsz(cudaStream_t stream, cu
                                                          size_t numDependencies, enum cudaStreamCaptureMode mode)
 {
     WS_FORWARD(cudaStreamBeginCaptureToGraph_ptsz, (stream, graph, dependencies, dependencyData, numDependencies, mode),
-               record_capture_begin(WS_API_cudaStreamBeginCaptureToGraph_ptsz, rc, stream, mode, graph));
+               ws_capture_begin_record(WS_API_cudaStreamBeginCaptureToGraph_ptsz, rc, stream, mode, graph));
 }
 
 /* The capture's id is asked for before it ends; whether it ended, after (an end can fail and
@@ -156,12 +162,21 @@ static cudaError_t end_capture(uint8_t api, __typeof__(&cudaStreamEndCapture) fn
     if (!ws_hook_enter())
         return fn(stream, graph);
     int saved = errno;
-    unsigned long long id = 0, after;
+    unsigned long long id = 0;
     cudaStream_t s = effective_stream(api, stream);
     int was = capture_of(s, &id);
     errno = saved;
     cudaError_t rc = fn(stream, graph);
     saved = errno;
+    ws_capture_end_record(api, rc, stream, was, id, rc == cudaSuccess && graph ? *graph : NULL);
+    ws_hook_leave(saved);
+    return rc;
+}
+
+void ws_capture_end_record(uint8_t api, int rc, const void *stream, int was, unsigned long long id, const void *graph)
+{
+    unsigned long long after;
+    cudaStream_t s = effective_stream(api, stream);
     if (was && !capture_of(s, &after) &&
         __atomic_load_n(&ws_captures_active, __ATOMIC_RELAXED) > 0) /* never below 0, whatever it saw */
         __atomic_sub_fetch(&ws_captures_active, 1, __ATOMIC_RELAXED);
@@ -169,11 +184,9 @@ static cudaError_t end_capture(uint8_t api, __typeof__(&cudaStreamEndCapture) fn
     if (r) {
         r->u[0] = u64(s);
         r->u[1] = was ? id : 0;
-        r->u[2] = rc == cudaSuccess && graph ? u64(*graph) : 0;
+        r->u[2] = u64(graph);
         ws_rec_commit(1);
     }
-    ws_hook_leave(saved);
-    return rc;
 }
 
 WS_EXPORT cudaError_t cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t *pGraph)
@@ -244,6 +257,16 @@ static size_t heap_pop(size_t *h, size_t *n)
 }
 
 static void walk_graph(cudaGraph_t graph, unsigned depth, struct walk *w);
+
+void ws_graph_node_record(uint64_t node, uint32_t type, unsigned depth, const uint64_t f[5])
+{
+    struct ws_rec *r = ws_rec_begin(WS_REC_GRAPH_NODE, 0, (int32_t)(type | (depth & 0x7fffu) << 16));
+    if (!r)
+        return;
+    r->u[0] = node;
+    memcpy(&r->u[1], f, 5 * sizeof f[0]);
+    ws_rec_commit(1);
+}
 
 /* One node's record (and, for a child graph, its nodes). */
 static void record_node(cudaGraphNode_t node, unsigned depth, struct walk *w)
@@ -337,12 +360,7 @@ static void record_node(cudaGraphNode_t node, unsigned depth, struct walk *w)
     }
     if (rc != cudaSuccess && w->status == cudaSuccess)
         w->status = rc;
-    struct ws_rec *r = ws_rec_begin(WS_REC_GRAPH_NODE, 0, (int32_t)((uint32_t)type | (depth & 0x7fffu) << 16));
-    if (!r)
-        return;
-    r->u[0] = u64(node);
-    memcpy(&r->u[1], f, sizeof f);
-    ws_rec_commit(1);
+    ws_graph_node_record(u64(node), (uint32_t)type, depth, f);
     w->records++;
 }
 
@@ -429,8 +447,24 @@ out:
 
 static int graph_memory_seen; /* some instance has memory nodes: graph launches sample the allocator */
 
+/* The runtime's walk, in the shape the driver's walk has too (hooks_driver_graph.c). */
+static void runtime_walk(const void *graph, uint64_t *records, uint64_t *allocations, int *status)
+{
+    struct walk w = {0, 0, cudaSuccess};
+    walk_graph((cudaGraph_t)graph, 0, &w);
+    *records = w.records;
+    *allocations = w.allocations;
+    *status = w.status;
+}
+
 static void record_structure(uint8_t api, cudaError_t rc, cudaGraphExec_t exec, cudaGraph_t graph,
                              unsigned long long flags)
+{
+    ws_graph_structure_record(api, rc, exec, graph, flags, runtime_walk);
+}
+
+void ws_graph_structure_record(uint8_t api, int rc, const void *exec, const void *graph, unsigned long long flags,
+                               ws_graph_walker walk)
 {
     struct ws_rec *r = ws_rec_begin(WS_REC_GRAPH_EXEC, api, rc);
     if (r) {
@@ -441,15 +475,16 @@ static void record_structure(uint8_t api, cudaError_t rc, cudaGraphExec_t exec, 
     }
     if (rc != cudaSuccess)
         return;
-    struct walk w = {0, 0, cudaSuccess};
-    walk_graph(graph, 0, &w);
-    r = ws_rec_begin(WS_REC_GRAPH_END, api, w.status);
+    uint64_t records = 0, allocations = 0;
+    int status = 0;
+    walk(graph, &records, &allocations, &status);
+    r = ws_rec_begin(WS_REC_GRAPH_END, api, status);
     if (r) {
         r->u[0] = u64(exec);
-        r->u[1] = w.records;
+        r->u[1] = records;
         ws_rec_commit(1);
     }
-    if (w.allocations && !__atomic_load_n(&graph_memory_seen, __ATOMIC_RELAXED))
+    if (allocations && !__atomic_load_n(&graph_memory_seen, __ATOMIC_RELAXED))
         __atomic_store_n(&graph_memory_seen, 1, __ATOMIC_RELAXED);
 }
 
@@ -494,7 +529,12 @@ WS_EXPORT cudaError_t cudaGraphExecUpdate(cudaGraphExec_t hGraphExec, cudaGraph_
 
 static void record_exec_destroy(cudaError_t rc, cudaGraphExec_t exec)
 {
-    struct ws_rec *r = ws_rec_begin(WS_REC_GRAPH_DESTROY, WS_API_cudaGraphExecDestroy, rc);
+    ws_graph_destroy_record(WS_API_cudaGraphExecDestroy, rc, exec);
+}
+
+void ws_graph_destroy_record(uint8_t api, int rc, const void *exec)
+{
+    struct ws_rec *r = ws_rec_begin(WS_REC_GRAPH_DESTROY, api, rc);
     if (!r)
         return;
     r->u[0] = u64(exec);
@@ -511,18 +551,27 @@ static void record_node_set(uint8_t api, cudaError_t rc, cudaGraphExec_t exec, c
 {
     if (k && rc == cudaSuccess)
         ws_note_function(k->func);
+    if (k)
+        ws_graph_node_set_record(api, rc, exec, node, 1, u64(k->func),
+                                 ws_pack_dim3(k->gridDim.x, k->gridDim.y, k->gridDim.z),
+                                 ws_pack_dim3(k->blockDim.x, k->blockDim.y, k->blockDim.z), k->sharedMemBytes);
+    else
+        ws_graph_node_set_record(api, rc, exec, node, 0, (uint64_t)enabled, 0, 0, 0);
+}
+
+void ws_graph_node_set_record(uint8_t api, int rc, const void *exec, const void *node, int kernel, uint64_t a,
+                              uint64_t grid, uint64_t block, uint64_t smem)
+{
     struct ws_rec *r = ws_rec_begin(WS_REC_GRAPH_NODE_SET, api, rc);
     if (!r)
         return;
     r->u[0] = u64(exec);
     r->u[1] = u64(node);
-    if (k) {
-        r->u[2] = u64(k->func);
-        r->u[3] = ws_pack_dim3(k->gridDim.x, k->gridDim.y, k->gridDim.z);
-        r->u[4] = ws_pack_dim3(k->blockDim.x, k->blockDim.y, k->blockDim.z);
-        r->u[5] = k->sharedMemBytes;
-    } else {
-        r->u[2] = (uint64_t)enabled;
+    r->u[2] = a; /* the function, or whether the node is enabled */
+    if (kernel) {
+        r->u[3] = grid;
+        r->u[4] = block;
+        r->u[5] = smem;
     }
     ws_rec_commit(1);
 }
@@ -560,9 +609,11 @@ WS_EXPORT cudaError_t cudaGraphNodeSetEnabled(cudaGraphExec_t hGraphExec, cudaGr
 
 /* ---- launches and the graph allocator ---- */
 
-void ws_graph_launch_begin(const void *exec)
+void ws_graph_launch_begin(const void *exec) { ws_graph_launch_begin_api(WS_API_cudaGraphLaunch, exec); }
+
+void ws_graph_launch_begin_api(uint8_t api, const void *exec)
 {
-    struct ws_rec *r = ws_rec_begin(WS_REC_GRAPH_LAUNCH_BEGIN, WS_API_cudaGraphLaunch, 0);
+    struct ws_rec *r = ws_rec_begin(WS_REC_GRAPH_LAUNCH_BEGIN, api, 0);
     if (!r)
         return;
     r->u[0] = u64(exec);
@@ -572,12 +623,15 @@ void ws_graph_launch_begin(const void *exec)
 /* The last state written of each device's graph allocator (slots for the first 16 devices). */
 static uint64_t graph_memory_last[16][4];
 
-void ws_graph_memory_sample(uint8_t api)
+void ws_graph_memory_sample(uint8_t api) { ws_graph_memory_sample_device(api, ws_current_device); }
+
+void ws_graph_memory_sample_device(uint8_t api, int device)
 {
     if (!__atomic_load_n(&graph_memory_seen, __ATOMIC_RELAXED))
         return;
-    int device = ws_current_device;
     __typeof__(&cudaDeviceGetGraphMemAttribute) get = WS_REAL_FN(cudaDeviceGetGraphMemAttribute);
+    if (!get) /* a program of the driver API alone; the attributes have the same values */
+        get = (__typeof__(&cudaDeviceGetGraphMemAttribute))ws_driver_graph_mem_attribute_fn();
     static const enum cudaGraphMemAttributeType attrs[4] = {
         cudaGraphMemAttrReservedMemCurrent, cudaGraphMemAttrUsedMemCurrent, cudaGraphMemAttrReservedMemHigh,
         cudaGraphMemAttrUsedMemHigh};

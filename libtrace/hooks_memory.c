@@ -255,6 +255,8 @@ uint64_t ws_pool_current(void)
 static int pool_attribute(cudaMemPool_t pool, enum cudaMemPoolAttr attr, uint64_t *v)
 {
     __typeof__(&cudaMemPoolGetAttribute) get = WS_REAL_FN(cudaMemPoolGetAttribute);
+    if (!get) /* a program of the driver API alone; the attributes have the same values */
+        get = (__typeof__(&cudaMemPoolGetAttribute))ws_driver_pool_attribute_fn();
     *v = 0;
     return get && get(pool, attr, v) == cudaSuccess;
 }
@@ -325,11 +327,15 @@ static void record_pool(uint8_t api, cudaError_t rc, uint64_t pool, uint64_t a1,
 
 static void record_pool_create(cudaError_t rc, cudaMemPool_t *pool, const struct cudaMemPoolProps *props)
 {
-    uint64_t p = rc == cudaSuccess && pool ? u64(*pool) : 0;
-    record_pool(WS_API_cudaMemPoolCreate, rc, p, props ? (uint64_t)(uint32_t)props->location.id : 0,
-                props ? props->maxSize : 0);
-    if (p)
-        ws_pool_sample(WS_API_cudaMemPoolCreate, p);
+    ws_pool_create_record(WS_API_cudaMemPoolCreate, rc, rc == cudaSuccess && pool ? u64(*pool) : 0,
+                          props ? props->location.id : 0, props ? props->maxSize : 0);
+}
+
+void ws_pool_create_record(uint8_t api, int rc, uint64_t pool, int device, uint64_t max_size)
+{
+    record_pool(api, rc, pool, (uint64_t)(uint32_t)device, max_size);
+    if (pool)
+        ws_pool_sample(api, pool);
 }
 
 WS_EXPORT cudaError_t cudaMemPoolCreate(cudaMemPool_t *memPool, const struct cudaMemPoolProps *poolProps)
@@ -339,9 +345,14 @@ WS_EXPORT cudaError_t cudaMemPoolCreate(cudaMemPool_t *memPool, const struct cud
 
 static void record_pool_destroy(cudaError_t rc, cudaMemPool_t pool)
 {
-    record_pool(WS_API_cudaMemPoolDestroy, rc, u64(pool), 0, 0);
-    if (rc == cudaSuccess)
-        forget_pool(u64(pool));
+    ws_pool_destroy_record(WS_API_cudaMemPoolDestroy, rc, u64(pool));
+}
+
+void ws_pool_destroy_record(uint8_t api, int rc, uint64_t pool)
+{
+    record_pool(api, rc, pool, 0, 0);
+    if (rc == 0)
+        forget_pool(pool);
 }
 
 WS_EXPORT cudaError_t cudaMemPoolDestroy(cudaMemPool_t memPool)
@@ -351,9 +362,14 @@ WS_EXPORT cudaError_t cudaMemPoolDestroy(cudaMemPool_t memPool)
 
 static void record_pool_change(uint8_t api, cudaError_t rc, cudaMemPool_t pool, uint64_t a1, uint64_t a2)
 {
-    record_pool(api, rc, u64(pool), a1, a2);
-    if (rc == cudaSuccess)
-        ws_pool_sample(api, u64(pool));
+    ws_pool_change_record(api, rc, u64(pool), a1, a2);
+}
+
+void ws_pool_change_record(uint8_t api, int rc, uint64_t pool, uint64_t a1, uint64_t a2)
+{
+    record_pool(api, rc, pool, a1, a2);
+    if (rc == 0)
+        ws_pool_sample(api, pool);
 }
 
 WS_EXPORT cudaError_t cudaMemPoolTrimTo(cudaMemPool_t memPool, size_t minBytesToKeep)
@@ -362,9 +378,11 @@ WS_EXPORT cudaError_t cudaMemPoolTrimTo(cudaMemPool_t memPool, size_t minBytesTo
                record_pool_change(WS_API_cudaMemPoolTrimTo, rc, memPool, minBytesToKeep, 0));
 }
 
-/* The value an attribute is set to: the reuse switches are ints, the others 64-bit byte counts. */
-static uint64_t attribute_value(enum cudaMemPoolAttr attr, const void *value)
+/* The value an attribute is set to: the reuse switches are ints, the others 64-bit byte counts
+ * (the driver's CUmemPool_attribute has the same values). */
+uint64_t ws_pool_attribute_value(int attribute, const void *value)
 {
+    enum cudaMemPoolAttr attr = (enum cudaMemPoolAttr)attribute;
     if (!value)
         return 0;
     if (attr == cudaMemPoolReuseFollowEventDependencies || attr == cudaMemPoolReuseAllowOpportunistic ||
@@ -380,9 +398,9 @@ static uint64_t attribute_value(enum cudaMemPoolAttr attr, const void *value)
 
 WS_EXPORT cudaError_t cudaMemPoolSetAttribute(cudaMemPool_t memPool, enum cudaMemPoolAttr attr, void *value)
 {
-    WS_FORWARD(
-        cudaMemPoolSetAttribute, (memPool, attr, value),
-        record_pool_change(WS_API_cudaMemPoolSetAttribute, rc, memPool, (uint64_t)attr, attribute_value(attr, value)));
+    WS_FORWARD(cudaMemPoolSetAttribute, (memPool, attr, value),
+               record_pool_change(WS_API_cudaMemPoolSetAttribute, rc, memPool, (uint64_t)attr,
+                                  ws_pool_attribute_value(attr, value)));
 }
 
 static void record_set_pool(uint8_t api, cudaError_t rc, int device, cudaMemPool_t pool)

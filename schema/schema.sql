@@ -414,6 +414,63 @@ CREATE TABLE pool_operations (           -- trims, attribute changes, destroys, 
     ns        INTEGER NOT NULL
 );
 
+-- Driver virtual memory: where physical memory (the allocations rows of cuMemCreate, whose address
+-- is the allocation handle) is mapped, and the address ranges reserved for mappings.
+CREATE TABLE vmm_mappings (              -- one row per cuMemMap
+    id              INTEGER PRIMARY KEY,
+    allocation_id   INTEGER REFERENCES allocations(id), -- the cuMemCreate row of the handle; NULL: made untraced
+    handle          INTEGER NOT NULL,    -- CUmemGenericAllocationHandle
+    address         INTEGER NOT NULL,    -- where the mapping starts
+    bytes           INTEGER NOT NULL,
+    offset          INTEGER NOT NULL,    -- into the physical memory
+    device          INTEGER NOT NULL,    -- the calling thread's device
+    status          INTEGER NOT NULL,    -- the CUresult; 0 = mapped
+    thread_id       INTEGER NOT NULL REFERENCES threads(id),
+    range_id        INTEGER REFERENCES ranges(id),
+    map_ns          INTEGER NOT NULL,
+    unmap_ns        INTEGER,             -- cuMemUnmap; NULL: still mapped at the end, or failed
+    unmap_thread_id INTEGER REFERENCES threads(id)
+);
+
+CREATE TABLE vmm_reservations (          -- one row per cuMemAddressReserve
+    id                INTEGER PRIMARY KEY,
+    address           INTEGER,           -- the range reserved; NULL when the call failed
+    bytes             INTEGER NOT NULL,
+    alignment         INTEGER NOT NULL,
+    requested_address INTEGER,           -- the address asked for; NULL: any
+    status            INTEGER NOT NULL,
+    thread_id         INTEGER NOT NULL REFERENCES threads(id),
+    range_id          INTEGER REFERENCES ranges(id),
+    reserve_ns        INTEGER NOT NULL,
+    free_ns           INTEGER,           -- cuMemAddressFree; NULL: still reserved at the end
+    free_thread_id    INTEGER REFERENCES threads(id)
+);
+
+-- The layer each api of the trace came through: runtime (cuda*, __cuda*), driver (cu*), nvtx,
+-- wstrace (the explicit API), or imported (a trace made by `wstrace import`).
+CREATE VIEW api_layers AS
+WITH apis(api) AS (
+    SELECT api FROM allocations
+    UNION SELECT free_api FROM allocations WHERE free_api IS NOT NULL
+    UNION SELECT api FROM launches
+    UNION SELECT api FROM api_errors
+    UNION SELECT api FROM captured_calls
+    UNION SELECT api FROM graph_execs
+    UNION SELECT begin_api FROM captures
+    UNION SELECT api FROM range_errors
+    UNION SELECT api FROM pool_samples
+    UNION SELECT api FROM pool_operations
+)
+SELECT api,
+       CASE WHEN COALESCE((SELECT value FROM meta WHERE key = 'capture_backend'), 'runtime-interposition')
+                 <> 'runtime-interposition' THEN 'imported'
+            WHEN api = 'wstrace' THEN 'wstrace'
+            WHEN api GLOB 'nvtx*' THEN 'nvtx'
+            WHEN api GLOB 'cuda*' OR api GLOB '__cuda*' THEN 'runtime'
+            WHEN api GLOB 'cu[A-Z]*' THEN 'driver'
+            ELSE 'imported' END AS layer
+FROM apis;
+
 -- Successful device-side allocations (device and managed memory) with names resolved.
 CREATE VIEW device_allocations AS
 SELECT a.id, a.api, a.memory, a.device, a.address, a.bytes, a.alloc_ns, a.free_ns,

@@ -24,17 +24,18 @@ lib=$build/lib
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-# Instructions executed inside bench_loop, as callgrind counts them.
+# Instructions executed inside bench_loop (bench_loop_driver when loop=driver), as callgrind counts them.
 loop_instructions() {
     local cg=$tmp/cg.out
     rm -f "$cg"
-    env "$@" valgrind --tool=callgrind --callgrind-out-file="$cg" --toggle-collect=bench_loop \
-        "$bin/ws_hookbench" "$iterations" >/dev/null 2>&1
+    env "$@" valgrind --tool=callgrind --callgrind-out-file="$cg" --toggle-collect="bench_loop${loop:+_$loop}" \
+        "$bin/ws_hookbench" "$iterations" ${loop:+"$loop"} >/dev/null 2>&1
     callgrind_annotate "$cg" 2>/dev/null | awk '/PROGRAM TOTALS/ {gsub(",", "", $1); print $1; exit}'
 }
 
 bench_hooks() {
     iterations=100000
+    local loop= # the runtime loop first
     local calls=$((3 * iterations))
     local base traced
     base=$(loop_instructions WSTRACE_DISABLE=1)
@@ -50,6 +51,21 @@ bench_hooks() {
     echo "| untraced | $base | - |"
     awk -v b="$base" -v t="$forwarding" -v c="$calls" 'BEGIN { printf "| preloaded, tracing disabled (forwarding only) | %d | %.1f |\n", t, (t-b)/c }'
     awk -v b="$base" -v t="$traced" -v c="$calls" 'BEGIN { printf "| traced | %d | %.1f |\n", t, (t-b)/c }'
+    echo
+    loop=driver
+    base=$(loop_instructions WSTRACE_DISABLE=1)
+    traced=$(loop_instructions LD_PRELOAD="$lib/libwstrace.so" WSTRACE_OUTPUT="$tmp/hooks3.db" WSTRACE_COLLECT=0)
+    forwarding=$(loop_instructions LD_PRELOAD="$lib/libwstrace.so" WSTRACE_OUTPUT="$tmp/hooks4.db" WSTRACE_DISABLE=1)
+    loop=
+    echo "### Driver-layer hook cost (callgrind, instructions per intercepted call)"
+    echo
+    echo "Workload: ws_hookbench $iterations driver, $iterations x (cuMemAlloc_v2, cuLaunchKernel, cuMemFree_v2) = $calls calls on the simulated device."
+    echo
+    echo "| configuration | instructions in loop | added per call |"
+    echo "|---|---:|---:|"
+    echo "| driver untraced | $base | - |"
+    awk -v b="$base" -v t="$forwarding" -v c="$calls" 'BEGIN { printf "| driver preloaded, tracing disabled (forwarding only) | %d | %.1f |\n", t, (t-b)/c }'
+    awk -v b="$base" -v t="$traced" -v c="$calls" 'BEGIN { printf "| driver traced | %d | %.1f |\n", t, (t-b)/c }'
     echo
 }
 

@@ -115,13 +115,17 @@ if "hooks" in sections:
         out = open(path).read()
         perf = table_after("## Performance")
         measured = {}
-        for label, key in (("| traced |", "traced"), ("| preloaded, tracing disabled", "forwarding")):
+        for label, key in (("| traced |", "traced"), ("| preloaded, tracing disabled", "forwarding"),
+                           ("| driver traced |", "driver traced"),
+                           ("| driver preloaded, tracing disabled", "driver forwarding")):
             m = re.search(re.escape(label) + r"[^\n]*\| *([0-9.]+) \|", out)
             if not m:
                 failures.append(f"hooks: no '{label}' row in the output of bench.sh hooks")
             else:
                 measured[key] = m.group(1)
-        for first, key in (("hook cost, traced", "traced"), ("hook cost, preloaded", "forwarding")):
+        for first, key in (("hook cost, traced", "traced"), ("hook cost, preloaded", "forwarding"),
+                           ("hook cost, driver layer, traced", "driver traced"),
+                           ("hook cost, driver layer, preloaded", "driver forwarding")):
             r = row_of(perf, first)
             if r and key in measured:
                 check(f"hooks: {first}", f"{num(r[1]):.1f}", measured[key])

@@ -13,7 +13,8 @@
 #   - cuBLAS and cuBLASLt GEMMs with workspaces (tests/gpu/cublas_gemm.c) traced under libwstrace.so:
 #     the program's allocations with their exact sizes, recorded once (never again at the driver
 #     layer its runtime reaches), and the libraries' kernels, which only the driver hooks see,
-#     with names (cuBLAS carries its own runtime and fetches cuLaunchKernel* with
+#     with names, and the workspace cuBLAS allocates itself, which must be a driver-layer
+#     allocation (cuBLAS carries its own runtime and fetches cuMemAlloc*, cuLaunchKernel* with
 #     cuGetProcAddress);
 #   - prompts (the prefill kernels: the GEMM tactic with serial split-K, first prompts and a prompt
 #     continuing a cache with several splits, the last-position norm): GPU against simulated
@@ -205,7 +206,7 @@ if [ "$CUBLAS_BUILT" -eq 1 ]; then
             AND d.alloc_ns >= r.alloc_ns AND (r.free_ns IS NULL OR d.alloc_ns < r.free_ns)")
         if [ "$twice" = 0 ]; then pass "cuBLAS program: each allocation recorded once"
         else fail "cuBLAS program: $twice allocation(s) recorded at a second layer"; fi
-        driver_layer="api LIKE 'cu%' AND api NOT LIKE 'cuda%'"
+        driver_layer="api IN (SELECT api FROM api_layers WHERE layer = 'driver')"
         kernels=$(q "SELECT COUNT(*) FROM launches WHERE status = 0 AND $driver_layer")
         named=$(q "SELECT COUNT(*) FROM launches l JOIN strings s ON s.id = l.kernel_name_id
             WHERE l.status = 0 AND l.$driver_layer AND LOWER(s.value) LIKE '%gemm%'")
@@ -216,8 +217,17 @@ if [ "$CUBLAS_BUILT" -eq 1 ]; then
         else
             fail "cuBLAS kernels: $kernels driver launches ($named named *gemm*) for $gemms GEMMs, $runtime_launches runtime launches"
         fi
-        say "cuBLAS's own allocations through the driver: $(q "SELECT COUNT(*) || ' (' || COALESCE(SUM(bytes), 0) || \
-            ' bytes)' FROM allocations WHERE status = 0 AND $driver_layer"); kernels: $(q "SELECT GROUP_CONCAT(name, ', ')
+        # The handle given no workspace makes cuBLAS allocate one itself, through its own runtime:
+        # a driver-layer allocation the program never made.
+        own=$(q "SELECT COUNT(*) FROM allocations WHERE status = 0 AND bytes > 0 AND $driver_layer")
+        if [ "$own" -ge 1 ]; then
+            pass "cuBLAS's own workspace through the driver layer: $(q "SELECT COUNT(*) || ' allocation(s), ' ||
+                SUM(bytes) || ' bytes (' || GROUP_CONCAT(DISTINCT api) || ')' FROM allocations
+                WHERE status = 0 AND bytes > 0 AND $driver_layer")"
+        else
+            fail "cuBLAS's own workspace: no driver-layer allocation in the trace"
+        fi
+        say "cuBLAS kernels: $(q "SELECT GROUP_CONCAT(name, ', ')
             FROM (SELECT DISTINCT s.value AS name FROM launches l JOIN strings s ON s.id = l.kernel_name_id
             WHERE l.$driver_layer LIMIT 4)")"
     else

@@ -191,6 +191,94 @@ CUresult cuGraphAddKernelNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CU
     return DRV(cudaGraphAddKernelNode(phGraphNode, hGraph, dependencies, numDependencies, &r));
 }
 
+/* The queries a tool walking a graph through the driver asks (a node's parameters, its event). */
+CUresult cuGraphKernelNodeGetParams(CUgraphNode hNode, CUDA_KERNEL_NODE_PARAMS *nodeParams)
+{
+    if (!nodeParams)
+        return CUDA_ERROR_INVALID_VALUE;
+    struct cudaKernelNodeParams r;
+    memset(&r, 0, sizeof r);
+    CUresult rc = DRV(cudaGraphKernelNodeGetParams(hNode, &r));
+    if (rc != CUDA_SUCCESS)
+        return rc;
+    memset(nodeParams, 0, sizeof *nodeParams);
+    nodeParams->func = (CUfunction)r.func;
+    nodeParams->gridDimX = r.gridDim.x, nodeParams->gridDimY = r.gridDim.y, nodeParams->gridDimZ = r.gridDim.z;
+    nodeParams->blockDimX = r.blockDim.x, nodeParams->blockDimY = r.blockDim.y, nodeParams->blockDimZ = r.blockDim.z;
+    nodeParams->sharedMemBytes = r.sharedMemBytes;
+    nodeParams->kernelParams = r.kernelParams;
+    nodeParams->extra = r.extra;
+    return CUDA_SUCCESS;
+}
+
+/* Addresses of the simulated device are host addresses: a copy's pointers are unified memory. */
+CUresult cuGraphMemcpyNodeGetParams(CUgraphNode hNode, CUDA_MEMCPY3D *nodeParams)
+{
+    if (!nodeParams)
+        return CUDA_ERROR_INVALID_VALUE;
+    struct cudaMemcpy3DParms r;
+    memset(&r, 0, sizeof r);
+    CUresult rc = DRV(cudaGraphMemcpyNodeGetParams(hNode, &r));
+    if (rc != CUDA_SUCCESS)
+        return rc;
+    memset(nodeParams, 0, sizeof *nodeParams);
+    nodeParams->srcMemoryType = r.srcArray ? CU_MEMORYTYPE_ARRAY : CU_MEMORYTYPE_UNIFIED;
+    nodeParams->srcArray = (CUarray)r.srcArray;
+    nodeParams->srcDevice = (CUdeviceptr)(uintptr_t)r.srcPtr.ptr;
+    nodeParams->srcPitch = r.srcPtr.pitch;
+    nodeParams->dstMemoryType = r.dstArray ? CU_MEMORYTYPE_ARRAY : CU_MEMORYTYPE_UNIFIED;
+    nodeParams->dstArray = (CUarray)r.dstArray;
+    nodeParams->dstDevice = (CUdeviceptr)(uintptr_t)r.dstPtr.ptr;
+    nodeParams->dstPitch = r.dstPtr.pitch;
+    nodeParams->WidthInBytes = r.extent.width;
+    nodeParams->Height = r.extent.height;
+    nodeParams->Depth = r.extent.depth;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuGraphMemsetNodeGetParams(CUgraphNode hNode, CUDA_MEMSET_NODE_PARAMS *nodeParams)
+{
+    if (!nodeParams)
+        return CUDA_ERROR_INVALID_VALUE;
+    struct cudaMemsetParams r;
+    memset(&r, 0, sizeof r);
+    CUresult rc = DRV(cudaGraphMemsetNodeGetParams(hNode, &r));
+    if (rc != CUDA_SUCCESS)
+        return rc;
+    memset(nodeParams, 0, sizeof *nodeParams);
+    nodeParams->dst = (CUdeviceptr)(uintptr_t)r.dst;
+    nodeParams->pitch = r.pitch;
+    nodeParams->value = r.value;
+    nodeParams->elementSize = r.elementSize;
+    nodeParams->width = r.width;
+    nodeParams->height = r.height;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuGraphHostNodeGetParams(CUgraphNode hNode, CUDA_HOST_NODE_PARAMS *nodeParams)
+{
+    if (!nodeParams)
+        return CUDA_ERROR_INVALID_VALUE;
+    struct cudaHostNodeParams r;
+    memset(&r, 0, sizeof r);
+    CUresult rc = DRV(cudaGraphHostNodeGetParams(hNode, &r));
+    if (rc == CUDA_SUCCESS) {
+        nodeParams->fn = (CUhostFn)r.fn;
+        nodeParams->userData = r.userData;
+    }
+    return rc;
+}
+
+CUresult cuGraphEventRecordNodeGetEvent(CUgraphNode hNode, CUevent *event_out)
+{
+    return DRV(cudaGraphEventRecordNodeGetEvent(hNode, (cudaEvent_t *)event_out));
+}
+
+CUresult cuGraphEventWaitNodeGetEvent(CUgraphNode hNode, CUevent *event_out)
+{
+    return DRV(cudaGraphEventWaitNodeGetEvent(hNode, (cudaEvent_t *)event_out));
+}
+
 CUresult cuGraphKernelNodeSetParams(CUgraphNode hNode, const CUDA_KERNEL_NODE_PARAMS *nodeParams)
 {
     if (!nodeParams)

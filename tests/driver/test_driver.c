@@ -1,0 +1,324 @@
+/* The driver layer end to end: programs on the simulated driver under libwstrace.so, their traces
+ * checked with SQL against the counts the programs made themselves (their "key=value" output). */
+#include <criterion/criterion.h>
+#include <stdio.h>
+
+#include "trace_util.h"
+
+#define SIM_PATH     "LD_LIBRARY_PATH=" WS_BUILD_DIR "/lib/sim"
+#define HANDOFF_PATH "LD_LIBRARY_PATH=" WS_BUILD_DIR "/lib/driver-handoff:" WS_BUILD_DIR "/lib/sim"
+#define PROG(name)   WS_BUILD_DIR "/tests/" name
+
+/* Runs a program under the tracer; asserts that it passed; opens its trace. */
+static sqlite3 *traced(struct tu_result *r, const char *path_env, const char *prog, const char *scenario)
+{
+    char trace[512];
+    tu_path(trace, sizeof trace, scenario ? scenario : "trace");
+    strncat(trace, ".db", sizeof trace - strlen(trace) - 1);
+    const char *env[] = {path_env, NULL};
+    const char *argv[] = {prog, scenario, NULL};
+    tu_run_traced(r, trace, env, argv);
+    cr_assert(r->exited && r->code == 0, "%s %s failed (%d):\n%s%s", prog, scenario ? scenario : "", r->code, r->out,
+              r->err);
+    return tu_open(trace);
+}
+
+/* Successful allocations rows of an api, and of its frees. */
+static int64_t allocs_of(sqlite3 *db, const char *api)
+{
+    return tu_int(db, "SELECT COUNT(*) FROM allocations WHERE api = '%s' AND status = 0", api);
+}
+static int64_t frees_of(sqlite3 *db, const char *api)
+{
+    return tu_int(db, "SELECT COUNT(*) FROM allocations WHERE free_api = '%s'", api);
+}
+static int64_t launches_of(sqlite3 *db, const char *api)
+{
+    return tu_int(db, "SELECT COUNT(*) FROM launches WHERE api = '%s' AND status = 0", api);
+}
+
+/* Rows of allocations and launches that came through a layer other than `layer`. */
+static int64_t rows_not_of(sqlite3 *db, const char *layer)
+{
+    return tu_int(db,
+                  "SELECT (SELECT COUNT(*) FROM allocations a JOIN api_layers l USING (api) WHERE l.layer <> '%s') + "
+                  "(SELECT COUNT(*) FROM launches x JOIN api_layers l USING (api) WHERE l.layer <> '%s')",
+                  layer, layer);
+}
+
+TestSuite(driver, .fini = tu_cleanup);
+
+Test(driver, direct_driver_calls_are_traced_under_their_versioned_names)
+{
+    struct tu_result r;
+    sqlite3 *db = traced(&r, SIM_PATH, PROG("driver_prog"), "direct");
+    static const char *const allocs[] = {"cuMemAlloc_v2",          "cuMemAllocPitch_v2", "cuMemAllocManaged",
+                                         "cuMemAllocHost_v2",      "cuMemHostAlloc",     "cuMemAllocAsync",
+                                         "cuMemAllocFromPoolAsync"};
+    for (size_t i = 0; i < sizeof allocs / sizeof allocs[0]; i++)
+        cr_expect_eq(allocs_of(db, allocs[i]), tu_kv(r.out, allocs[i]), "%s", allocs[i]);
+    static const char *const frees[] = {"cuMemFree_v2", "cuMemFreeHost", "cuMemFreeAsync"};
+    for (size_t i = 0; i < sizeof frees / sizeof frees[0]; i++)
+        cr_expect_eq(frees_of(db, frees[i]), tu_kv(r.out, frees[i]), "%s", frees[i]);
+    static const char *const launches[] = {"cuLaunchKernel", "cuLaunchKernelEx", "cuLaunchCooperativeKernel"};
+    for (size_t i = 0; i < sizeof launches / sizeof launches[0]; i++)
+        cr_expect_eq(launches_of(db, launches[i]), tu_kv(r.out, launches[i]), "%s", launches[i]);
+    /* every allocation was freed, and every row is of the driver layer */
+    cr_expect_eq(tu_int(db, "SELECT COUNT(*) FROM allocations WHERE free_ns IS NULL"), 0);
+    cr_expect_eq(rows_not_of(db, "driver"), 0);
+    /* sizes and memory kinds as the program asked: 1000 + 2000 + 3000 bytes; pitch * 10 rows */
+    cr_expect_eq(tu_int(db, "SELECT SUM(bytes) FROM allocations WHERE api = 'cuMemAlloc_v2'"), 6000);
+    cr_expect_eq(tu_int(db, "SELECT bytes FROM allocations WHERE api = 'cuMemAllocPitch_v2'"),
+                 tu_kv(r.out, "pitch") * 10);
+    cr_expect_eq(tu_int(db, "SELECT COUNT(*) FROM allocations WHERE memory = 'managed'"), 1);
+    cr_expect_eq(tu_int(db, "SELECT COUNT(*) FROM allocations WHERE memory = 'host'"), 2);
+    /* launches carry their geometry and the name the driver gives the function */
+    cr_expect_eq(tu_int(db, "SELECT COUNT(*) FROM launches WHERE api = 'cuLaunchKernel' AND grid_x = 2 AND grid_y = 3 "
+                            "AND block_x = 32 AND block_y = 2"),
+                 tu_kv(r.out, "cuLaunchKernel"));
+    cr_expect_eq(tu_int(db, "SELECT grid_x FROM launches WHERE api = 'cuLaunchKernelEx'"), 7);
+    /* the pool: created, its allocation linked to it, trimmed, destroyed; the device's own pool
+     * served the cuMemAllocAsync calls */
+    cr_expect_eq(tu_int(db, "SELECT COUNT(*) FROM memory_pools WHERE kind = 'created' AND destroy_ns IS NOT NULL"),
+                 tu_kv(r.out, "pools"));
+    cr_expect_eq(tu_int(db, "SELECT COUNT(*) FROM pool_allocations pa JOIN memory_pools p ON p.id = pa.pool_id "
+                            "JOIN allocations a ON a.id = pa.allocation_id "
+                            "WHERE p.kind = 'created' AND a.api = 'cuMemAllocFromPoolAsync'"),
+                 tu_kv(r.out, "cuMemAllocFromPoolAsync"));
+    cr_expect_eq(tu_int(db, "SELECT COUNT(*) FROM pool_allocations pa JOIN memory_pools p ON p.id = pa.pool_id "
+                            "JOIN allocations a ON a.id = pa.allocation_id "
+                            "WHERE p.kind = 'device' AND a.api = 'cuMemAllocAsync'"),
+                 tu_kv(r.out, "cuMemAllocAsync"));
+    cr_expect_eq(
+        tu_int(db, "SELECT COUNT(*) FROM pool_operations WHERE api IN ('cuMemPoolTrimTo', 'cuMemPoolDestroy')"), 2);
+    cr_expect_eq(tu_int(db, "SELECT value FROM pool_operations WHERE api = 'cuMemPoolSetAttribute' AND attribute = %d",
+                        4 /* CU_MEMPOOL_ATTR_RELEASE_THRESHOLD */),
+                 1 << 20);
+    cr_expect_eq(tu_int(db, "SELECT COUNT(*) FROM launches l JOIN strings s ON s.id = l.kernel_name_id "
+                            "WHERE s.value = 'touch_kernel'"),
+                 tu_kv(r.out, "cuLaunchKernel") + tu_kv(r.out, "cuLaunchKernelEx") +
+                     tu_kv(r.out, "cuLaunchCooperativeKernel"));
+    sqlite3_close(db);
+    tu_result_free(&r);
+}
+
+Test(driver, virtual_memory_is_physical_allocations_and_their_mappings)
+{
+    struct tu_result r;
+    sqlite3 *db = traced(&r, SIM_PATH, PROG("driver_prog"), "vmm");
+    long long granule = tu_kv(r.out, "granule"), creates = tu_kv(r.out, "creates");
+    cr_assert_gt(granule, 0);
+    cr_expect_eq(allocs_of(db, "cuMemCreate"), creates);
+    cr_expect_eq(tu_int(db, "SELECT COUNT(*) FROM allocations WHERE api = 'cuMemCreate' AND bytes = %lld", granule),
+                 creates);
+    /* chunks 0 and 1 were released while mapped: given back at the unmap; chunk 2 at its release */
+    cr_expect_eq(frees_of(db, "cuMemUnmap"), 2);
+    cr_expect_eq(frees_of(db, "cuMemRelease"), 1);
+    cr_expect_eq(tu_int(db, "SELECT COUNT(*) FROM vmm_mappings"), tu_kv(r.out, "maps"));
+    cr_expect_eq(tu_int(db,
+                        "SELECT COUNT(*) FROM vmm_mappings m JOIN allocations a ON a.id = m.allocation_id "
+                        "WHERE m.unmap_ns IS NOT NULL AND m.bytes = %lld AND a.address = m.handle",
+                        granule),
+                 tu_kv(r.out, "maps"));
+    cr_expect_eq(tu_int(db, "SELECT COUNT(*) FROM vmm_mappings m JOIN allocations a ON a.id = m.allocation_id "
+                            "WHERE a.free_api = 'cuMemUnmap' AND a.free_ns = m.unmap_ns"),
+                 2);
+    cr_expect_eq(tu_int(db, "SELECT COUNT(DISTINCT address) FROM vmm_mappings"), tu_kv(r.out, "maps"));
+    cr_expect_eq(
+        tu_int(db, "SELECT COUNT(*) FROM vmm_reservations WHERE bytes = %lld AND free_ns IS NOT NULL", 3 * granule),
+        tu_kv(r.out, "reserves"));
+    cr_expect_eq(tu_int(db, "SELECT COUNT(*) FROM api_errors"), 0);
+    /* the analysis counts physical memory like any device allocation: all three chunks live at once */
+    cr_expect_eq(tu_int(db, "SELECT MAX(live_bytes) FROM live_bytes"), 3 * granule);
+    sqlite3_close(db);
+    char trace[512];
+    tu_path(trace, sizeof trace, "vmm.db");
+    struct tu_result l;
+    const char *argv[] = {TU_WSTRACE, "lifetimes", trace, NULL};
+    tu_run(&l, NULL, argv);
+    cr_assert(l.exited && l.code == 0, "wstrace lifetimes failed:\n%s%s", l.out, l.err);
+    db = tu_open(trace);
+    cr_expect_eq(tu_int(db, "SELECT COUNT(*) FROM lifetimes"), creates);
+    cr_expect_eq(tu_int(db, "SELECT SUM(bytes) FROM lifetimes"), creates * granule);
+    sqlite3_close(db);
+    tu_result_free(&l);
+    tu_result_free(&r);
+}
+
+Test(driver, driver_graphs_allocate_at_each_launch_never_at_capture)
+{
+    struct tu_result r;
+    sqlite3 *db = traced(&r, SIM_PATH, PROG("driver_prog"), "graph");
+    long long n = tu_kv(r.out, "graph_launches"), m = tu_kv(r.out, "captured_launches");
+    cr_assert(n > 0 && m > 0);
+    /* N launches of the memory node's graph, M of the captured allocation's: N + M allocations */
+    cr_expect_eq(tu_int(db, "SELECT COUNT(*) FROM allocations WHERE status = 0"), n + m);
+    cr_expect_eq(tu_int(db, "SELECT COUNT(*) FROM allocations WHERE api = 'cuGraphLaunch' AND bytes = %lld",
+                        tu_kv(r.out, "node_bytes")),
+                 n);
+    cr_expect_eq(tu_int(db, "SELECT COUNT(*) FROM allocations WHERE api = 'cuGraphLaunch' AND bytes = %lld",
+                        tu_kv(r.out, "captured_bytes")),
+                 m);
+    cr_expect_eq(tu_int(db, "SELECT COUNT(*) FROM allocations WHERE free_ns IS NULL"), 0);
+    /* the captured calls were recorded as captured, not run */
+    cr_expect_eq(
+        tu_int(db, "SELECT COUNT(*) FROM captured_calls WHERE api = 'cuMemAllocAsync' AND kind = 'allocation'"), 1);
+    cr_expect_eq(tu_int(db, "SELECT COUNT(*) FROM captured_calls WHERE api = 'cuLaunchKernel' AND kind = 'kernel'"), 1);
+    cr_expect_eq(tu_int(db, "SELECT COUNT(*) FROM captures WHERE begin_api = 'cuStreamBeginCapture_v2'"), 1);
+    /* each launch ran the graph's kernel once */
+    cr_expect_eq(tu_int(db, "SELECT COUNT(*) FROM graph_launches WHERE status = 0"), n + m);
+    cr_expect_eq(tu_int(db, "SELECT SUM(kernels) FROM graph_launches"), n + m);
+    cr_expect_eq(tu_int(db, "SELECT COUNT(*) FROM launches l JOIN strings s ON s.id = l.kernel_name_id "
+                            "WHERE l.api = 'cuGraphLaunch' AND s.value = 'touch_kernel'"),
+                 n + m);
+    cr_expect_eq(tu_int(db, "SELECT COUNT(*) FROM graph_execs WHERE api IN ('cuGraphInstantiateWithFlags')"), 2);
+    cr_expect_eq(tu_int(db, "SELECT COUNT(*) FROM api_errors"), 0);
+    sqlite3_close(db);
+    tu_result_free(&r);
+}
+
+Test(driver, per_thread_default_stream_builds_use_the_ptsz_forms)
+{
+    struct tu_result r;
+    sqlite3 *db = traced(&r, SIM_PATH, PROG("driver_ptsz_prog"), NULL);
+    cr_expect_eq(allocs_of(db, "cuMemAllocAsync_ptsz"), tu_kv(r.out, "allocs"));
+    cr_expect_eq(frees_of(db, "cuMemFreeAsync_ptsz"), tu_kv(r.out, "frees"));
+    cr_expect_eq(launches_of(db, "cuLaunchKernel_ptsz"), tu_kv(r.out, "launches"));
+    cr_expect_eq(launches_of(db, "cuLaunchKernelEx_ptsz"), tu_kv(r.out, "launches_ex"));
+    cr_expect_eq(tu_int(db, "SELECT COUNT(*) FROM allocations WHERE api NOT LIKE '%%\\_ptsz' ESCAPE '\\'"), 0);
+    sqlite3_close(db);
+    tu_result_free(&r);
+}
+
+Test(driver, a_library_that_loads_the_driver_itself_is_traced_through_cuGetProcAddress)
+{
+    struct tu_result r;
+    /* the library's dlsym(handle, "cuGetProcAddress_v2") is answered with the tracer's lookup */
+    sqlite3 *db = traced(&r, SIM_PATH, PROG("driver_blas_prog"), NULL);
+    /* the workspace (1 MiB) and the stream-ordered scratch (64 KiB) of every call */
+    cr_expect_eq(tu_int(db,
+                        "SELECT COUNT(*) FROM allocations WHERE api = 'cuMemAlloc_v2' AND bytes = %d "
+                        "AND free_api = 'cuMemFree_v2'",
+                        1 << 20),
+                 tu_kv(r.out, "allocs"));
+    cr_expect_eq(tu_int(db,
+                        "SELECT COUNT(*) FROM allocations WHERE api = 'cuMemAllocAsync' AND bytes = %d "
+                        "AND free_api = 'cuMemFreeAsync'",
+                        64 << 10),
+                 tu_kv(r.out, "async_allocs"));
+    cr_expect_eq(tu_int(db, "SELECT COUNT(*) FROM launches l JOIN strings s ON s.id = l.kernel_name_id "
+                            "WHERE l.api = 'cuLaunchKernel' AND s.value = 'fakeblas_gemm_kernel'"),
+                 tu_kv(r.out, "launches"));
+    cr_expect_eq(launches_of(db, "cuLaunchKernelEx"), tu_kv(r.out, "launches_ex"));
+    cr_expect_eq(rows_not_of(db, "driver"), 0);
+    sqlite3_close(db);
+    tu_result_free(&r);
+}
+
+Test(driver, a_runtime_call_that_reaches_the_driver_is_recorded_once_at_the_runtime)
+{
+    struct tu_result r;
+    sqlite3 *db = traced(&r, HANDOFF_PATH, PROG("driver_layers_prog"), "runtime");
+    /* the simulated cudart found the driver through the lookup and was given the tracer's hooks
+     * (cuMemAlloc_v2, cuMemFree_v2, cuLaunchKernel and more), which its calls then went through */
+    cr_expect_geq(tu_kv(r.out, "handoff.hooked"), 3);
+    static const char *const allocs[] = {"cudaMalloc", "cudaMallocHost"};
+    for (size_t i = 0; i < 2; i++)
+        cr_expect_eq(allocs_of(db, allocs[i]), tu_kv(r.out, allocs[i]), "%s", allocs[i]);
+    cr_expect_eq(frees_of(db, "cudaFree"), tu_kv(r.out, "cudaFree"));
+    cr_expect_eq(frees_of(db, "cudaFreeHost"), tu_kv(r.out, "cudaFreeHost"));
+    cr_expect_eq(launches_of(db, "cudaLaunchKernel"), tu_kv(r.out, "cudaLaunchKernel"));
+    cr_expect_eq(tu_int(db, "SELECT COUNT(*) FROM allocations"),
+                 tu_kv(r.out, "cudaMalloc") + tu_kv(r.out, "cudaMallocHost"));
+    cr_expect_eq(rows_not_of(db, "runtime"), 0, "no call was recorded a second time at the driver");
+    sqlite3_close(db);
+    tu_result_free(&r);
+    /* the same without the observer in front of the driver: the runtime's own lookup through its
+     * libcuda handle is answered by the tracer, and nothing is recorded twice */
+    db = traced(&r, SIM_PATH, PROG("driver_layers_prog"), "runtime");
+    cr_expect_eq(allocs_of(db, "cudaMalloc"), tu_kv(r.out, "cudaMalloc"));
+    cr_expect_eq(launches_of(db, "cudaLaunchKernel"), tu_kv(r.out, "cudaLaunchKernel"));
+    cr_expect_eq(tu_int(db, "SELECT COUNT(*) FROM allocations"),
+                 tu_kv(r.out, "cudaMalloc") + tu_kv(r.out, "cudaMallocHost"));
+    cr_expect_eq(rows_not_of(db, "runtime"), 0);
+    sqlite3_close(db);
+    tu_result_free(&r);
+}
+
+Test(driver, driver_entry_points_from_the_runtime_are_the_traced_ones)
+{
+    struct tu_result r;
+    sqlite3 *db = traced(&r, SIM_PATH, PROG("driver_layers_prog"), "entry");
+    cr_expect_eq(allocs_of(db, "cuMemAlloc_v2"), tu_kv(r.out, "cuMemAlloc_v2"));
+    cr_expect_eq(frees_of(db, "cuMemFree_v2"), tu_kv(r.out, "cuMemFree_v2"));
+    /* asked for with cudaEnablePerThreadDefaultStream: the per-thread forms */
+    cr_expect_eq(allocs_of(db, "cuMemAllocAsync_ptsz"), tu_kv(r.out, "cuMemAllocAsync_ptsz"));
+    cr_expect_eq(frees_of(db, "cuMemFreeAsync_ptsz"), tu_kv(r.out, "cuMemFreeAsync_ptsz"));
+    cr_expect_eq(tu_int(db, "SELECT COUNT(*) FROM allocations"),
+                 tu_kv(r.out, "cuMemAlloc_v2") + tu_kv(r.out, "cuMemAllocAsync_ptsz"));
+    sqlite3_close(db);
+    tu_result_free(&r);
+}
+
+Test(driver, driver_arrays_and_host_registration_are_allocations)
+{
+    struct tu_result r;
+    sqlite3 *db = traced(&r, SIM_PATH, PROG("driver_prog"), "arrays");
+    static const struct {
+        const char *api, *kind, *key, *free_api;
+    } arrays[] = {{"cuArrayCreate_v2", "array", "array_bytes", "cuArrayDestroy"},
+                  {"cuArray3DCreate_v2", "3d-array", "array3d_bytes", "cuArrayDestroy"},
+                  {"cuMipmappedArrayCreate", "mipmapped-array", "mipmapped_bytes", "cuMipmappedArrayDestroy"}};
+    for (size_t i = 0; i < 3; i++)
+        cr_expect_eq(tu_int(db,
+                            "SELECT COUNT(*) FROM allocations a JOIN array_allocations x ON x.allocation_id = a.id "
+                            "WHERE a.api = '%s' AND x.kind = '%s' AND a.bytes = %lld AND a.free_api = '%s'",
+                            arrays[i].api, arrays[i].kind, tu_kv(r.out, arrays[i].key), arrays[i].free_api),
+                     1, "%s", arrays[i].api);
+    cr_expect_eq(tu_int(db, "SELECT levels FROM array_allocations WHERE kind = 'mipmapped-array'"), 3);
+    cr_expect_eq(tu_int(db, "SELECT bits_x + bits_y + bits_z + bits_w FROM array_allocations WHERE kind = 'array'"),
+                 4 * 32);
+    cr_expect_eq(tu_int(db,
+                        "SELECT COUNT(*) FROM allocations WHERE api = 'cuMemHostRegister_v2' AND memory = 'host' "
+                        "AND bytes = %lld AND free_api = 'cuMemHostUnregister'",
+                        tu_kv(r.out, "registered_bytes")),
+                 1);
+    cr_expect_eq(tu_int(db, "SELECT COUNT(*) FROM api_errors"), 0);
+    sqlite3_close(db);
+    tu_result_free(&r);
+}
+
+Test(driver, a_driver_ipc_mapping_opened_twice_is_one_allocation)
+{
+    struct tu_result r;
+    sqlite3 *db = traced(&r, SIM_PATH, PROG("driver_prog"), "ipc");
+    sqlite3_close(db);
+    cr_expect_eq(tu_kv(r.out, "same"), 1);
+    char trace[512], child[600];
+    tu_path(trace, sizeof trace, "ipc.db");
+    snprintf(child, sizeof child, "%s.%lld", trace, tu_kv(r.out, "child_pid"));
+    cr_assert(tu_exists(child), "the child's trace %s", child);
+    db = tu_open(child);
+    cr_expect_eq(tu_int(db, "SELECT COUNT(*) FROM allocations"), 1);
+    cr_expect_eq(tu_int(db,
+                        "SELECT COUNT(*) FROM allocations WHERE api = 'cuIpcOpenMemHandle_v2' AND memory = 'ipc' AND "
+                        "address = %lld AND bytes = %lld AND free_api = 'cuIpcCloseMemHandle'",
+                        tu_kv(r.out, "mapped"), tu_kv(r.out, "bytes")),
+                 1);
+    cr_expect_eq(tu_int(db, "SELECT COUNT(*) FROM api_errors"), 0);
+    cr_expect_eq(tu_int(db, "SELECT COUNT(*) FROM device_allocations"), 0, "another process's memory");
+    sqlite3_close(db);
+    tu_result_free(&r);
+}
+
+Test(driver, the_api_layers_view_names_every_layer)
+{
+    struct tu_result r;
+    sqlite3 *db = traced(&r, SIM_PATH, PROG("driver_prog"), "direct");
+    char *layer = tu_text(db, "SELECT layer FROM api_layers WHERE api = 'cuMemAlloc_v2'");
+    cr_expect_str_eq(layer, "driver");
+    free(layer);
+    cr_expect_eq(tu_int(db, "SELECT COUNT(*) FROM api_layers WHERE layer <> 'driver'"), 0);
+    sqlite3_close(db);
+    tu_result_free(&r);
+}
