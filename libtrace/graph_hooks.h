@@ -28,48 +28,6 @@ void *ws_real_symbol(const char *name);
 void ws_real_register(const char *name, void *real);
 void *ws_real_registered(const char *name);
 
-/*
- * The traced half of a hook, out of line.  A hook that forwards only must not pay for what the
- * traced half keeps across the real call (saved registers, a stack frame): with GCC the macros
- * below put that half in a nested function taking the hook's own parameters, so the hook itself is
- * a load, a test and a jump.  WS_HOOK_PARAMS_((a, b)) declares `__typeof__(a) a, __typeof__(b) b`
- * (the forwarded arguments are the hook's parameter names; up to 10).  Other compilers (clang,
- * for the fuzzing build) keep both halves in the hook.
- */
-#if defined(__GNUC__) && !defined(__clang__)
-#define WS_HOOK_SPLIT_ 1
-#else
-#define WS_HOOK_SPLIT_ 0
-#endif
-#define WS_HOOK_NARGS_(...)                                         WS_HOOK_NARGS_I_(__VA_ARGS__, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0)
-#define WS_HOOK_NARGS_I_(a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, N, ...) N
-#define WS_HOOK_CAT_(a, b)                                          WS_HOOK_CAT_I_(a, b)
-#define WS_HOOK_CAT_I_(a, b)                                        a##b
-#define WS_HOOK_P1(a)                                              __typeof__(a) a
-#define WS_HOOK_P2(a, ...)                                         WS_HOOK_P1(a), WS_HOOK_P1(__VA_ARGS__)
-#define WS_HOOK_P3(a, ...)                                         WS_HOOK_P1(a), WS_HOOK_P2(__VA_ARGS__)
-#define WS_HOOK_P4(a, ...)                                         WS_HOOK_P1(a), WS_HOOK_P3(__VA_ARGS__)
-#define WS_HOOK_P5(a, ...)                                         WS_HOOK_P1(a), WS_HOOK_P4(__VA_ARGS__)
-#define WS_HOOK_P6(a, ...)                                         WS_HOOK_P1(a), WS_HOOK_P5(__VA_ARGS__)
-#define WS_HOOK_P7(a, ...)                                         WS_HOOK_P1(a), WS_HOOK_P6(__VA_ARGS__)
-#define WS_HOOK_P8(a, ...)                                         WS_HOOK_P1(a), WS_HOOK_P7(__VA_ARGS__)
-#define WS_HOOK_P9(a, ...)                                         WS_HOOK_P1(a), WS_HOOK_P8(__VA_ARGS__)
-#define WS_HOOK_P10(a, ...)                                        WS_HOOK_P1(a), WS_HOOK_P9(__VA_ARGS__)
-#define WS_HOOK_PARAMS_I_(...)                                      WS_HOOK_CAT_(WS_HOOK_P, WS_HOOK_NARGS_(__VA_ARGS__))(__VA_ARGS__)
-#define WS_HOOK_PARAMS_(args)                                       WS_HOOK_PARAMS_I_ args
-
-/* Run BODY (which returns the hook's result) out of line where the compiler allows it. */
-#if WS_HOOK_SPLIT_
-#define WS_HOOK_SLOW_(type, args, BODY)                                                                                \
-    __attribute__((noinline)) type ws_hook_slow_(WS_HOOK_PARAMS_(args)) { BODY }                                       \
-    return ws_hook_slow_ args
-#else
-#define WS_HOOK_SLOW_(type, args, BODY)                                                                                \
-    do {                                                                                                               \
-        BODY                                                                                                           \
-    } while (0)
-#endif
-
 /* The real function `name`, resolved once per call site. */
 #define WS_REAL_FN(name)                                                                                               \
     ({                                                                                                                 \

@@ -89,18 +89,15 @@ static void resolve_real(void)
         __typeof__(real.name) fn = __atomic_load_n(&real.name, __ATOMIC_ACQUIRE);                                      \
         if (__builtin_expect(fn != NULL, 1) && ws_forward_only())                                                      \
             return fn args;                                                                                            \
-        WS_HOOK_SLOW_(cudaError_t, args, {                                                                             \
-            __typeof__(real.name) fn = REAL(name);                                                                     \
-            if (!fn)                                                                                                   \
-                return MISSING;                                                                                        \
-            if (!(WANTED) || !ws_hook_enter())                                                                         \
-                return fn args;                                                                                        \
-            cudaError_t rc = fn args;                                                                                  \
-            int saved = *ws_errno();                                                                                   \
-            RECORD;                                                                                                    \
-            ws_hook_leave(saved);                                                                                      \
-            return rc;                                                                                                 \
-        });                                                                                                            \
+        if (!fn && !(fn = REAL(name)))                                                                                 \
+            return MISSING;                                                                                            \
+        if (!(WANTED) || !ws_hook_enter())                                                                             \
+            return fn args;                                                                                            \
+        cudaError_t rc = fn args;                                                                                      \
+        int saved = *ws_errno();                                                                                       \
+        RECORD;                                                                                                        \
+        ws_hook_leave(saved);                                                                                          \
+        return rc;                                                                                                     \
     } while (0)
 
 /*
@@ -115,19 +112,16 @@ static void resolve_real(void)
         __typeof__(real.name) fn = __atomic_load_n(&real.name, __ATOMIC_ACQUIRE);                                      \
         if (__builtin_expect(fn != NULL, 1) && ws_forward_only())                                                      \
             return fn args;                                                                                            \
-        WS_HOOK_SLOW_(cudaError_t, args, {                                                                             \
-            __typeof__(real.name) fn = REAL(name);                                                                     \
-            if (!fn)                                                                                                   \
-                return MISSING;                                                                                        \
-            if (!(WANTED) || !ws_hook_enter())                                                                         \
-                return fn args;                                                                                        \
-            uint64_t before = ws_now();                                                                                \
-            cudaError_t rc = fn args;                                                                                  \
-            int saved = *ws_errno();                                                                                   \
-            RECORD;                                                                                                    \
-            ws_hook_leave(saved);                                                                                      \
-            return rc;                                                                                                 \
-        });                                                                                                            \
+        if (!fn && !(fn = REAL(name)))                                                                                 \
+            return MISSING;                                                                                            \
+        if (!(WANTED) || !ws_hook_enter())                                                                             \
+            return fn args;                                                                                            \
+        uint64_t before = ws_now();                                                                                    \
+        cudaError_t rc = fn args;                                                                                      \
+        int saved = *ws_errno();                                                                                       \
+        RECORD;                                                                                                        \
+        ws_hook_leave(saved);                                                                                          \
+        return rc;                                                                                                     \
     } while (0)
 
 WS_TLS int ws_current_device;
