@@ -32,26 +32,35 @@ void *ws_real_registered(const char *name);
 #define WS_REAL_FN(name)                                                                                               \
     ({                                                                                                                 \
         static __typeof__(&name) real_fn_;                                                                             \
-        __typeof__(&name) fn_ = __atomic_load_n(&real_fn_, __ATOMIC_ACQUIRE);                                          \
+        WS_REAL_FN_AT_(name, real_fn_);                                                                                \
+    })
+/* (WS_REAL_FN with the call site's slot named: WS_FORWARD loads it first, before anything else.) */
+#define WS_REAL_FN_AT_(name, slot)                                                                                     \
+    ({                                                                                                                 \
+        __typeof__(&name) fn_ = __atomic_load_n(&slot, __ATOMIC_ACQUIRE);                                              \
         if (__builtin_expect(!fn_, 0)) {                                                                               \
             fn_ = (__typeof__(&name))ws_real_symbol(#name);                                                            \
-            __atomic_store_n(&real_fn_, fn_, __ATOMIC_RELEASE);                                                        \
+            __atomic_store_n(&slot, fn_, __ATOMIC_RELEASE);                                                            \
         }                                                                                                              \
         fn_;                                                                                                           \
     })
 
 /* The body of a hook: forward, then (unless tracing is off or this is the tracer's own call) run
  * RECORD, which sees the result as rc, with errno kept.  A missing real function answers with the
- * runtime's code for a missing symbol. */
+ * runtime's code for a missing symbol.  With tracing off the hook is one load of the real
+ * function, one of ws_enabled and a jump. */
 #define WS_FORWARD(name, args, RECORD)                                                                                 \
     do {                                                                                                               \
-        __typeof__(&name) fn = WS_REAL_FN(name);                                                                       \
-        if (!fn)                                                                                                       \
+        static __typeof__(&name) real_fn_;                                                                             \
+        __typeof__(&name) fn = __atomic_load_n(&real_fn_, __ATOMIC_ACQUIRE);                                           \
+        if (__builtin_expect(fn != NULL, 1) && ws_forward_only())                                                      \
+            return fn args;                                                                                            \
+        if (!fn && !(fn = WS_REAL_FN_AT_(name, real_fn_)))                                                             \
             return cudaErrorSharedObjectSymbolNotFound;                                                                \
         if (!ws_hook_enter())                                                                                          \
             return fn args;                                                                                            \
         cudaError_t rc = fn args;                                                                                      \
-        int saved = errno;                                                                                             \
+        int saved = *ws_errno();                                                                                       \
         RECORD;                                                                                                        \
         ws_hook_leave(saved);                                                                                          \
         return rc;                                                                                                     \

@@ -86,13 +86,15 @@ static void resolve_real(void)
 #define FORWARD_AND_RECORD(name, args, RECORD) FORWARD_AND_RECORD_IF(name, args, 1, RECORD)
 #define FORWARD_AND_RECORD_IF(name, args, WANTED, RECORD)                                                              \
     do {                                                                                                               \
-        __typeof__(real.name) fn = REAL(name);                                                                         \
-        if (!fn)                                                                                                       \
+        __typeof__(real.name) fn = __atomic_load_n(&real.name, __ATOMIC_ACQUIRE);                                      \
+        if (__builtin_expect(fn != NULL, 1) && ws_forward_only())                                                      \
+            return fn args;                                                                                            \
+        if (!fn && !(fn = REAL(name)))                                                                                 \
             return MISSING;                                                                                            \
         if (!(WANTED) || !ws_hook_enter())                                                                             \
             return fn args;                                                                                            \
         cudaError_t rc = fn args;                                                                                      \
-        int saved = errno;                                                                                             \
+        int saved = *ws_errno();                                                                                       \
         RECORD;                                                                                                        \
         ws_hook_leave(saved);                                                                                          \
         return rc;                                                                                                     \
@@ -107,14 +109,16 @@ static void resolve_real(void)
  */
 #define FORWARD_AND_RECORD_FREE_IF(name, args, WANTED, RECORD)                                                         \
     do {                                                                                                               \
-        __typeof__(real.name) fn = REAL(name);                                                                         \
-        if (!fn)                                                                                                       \
+        __typeof__(real.name) fn = __atomic_load_n(&real.name, __ATOMIC_ACQUIRE);                                      \
+        if (__builtin_expect(fn != NULL, 1) && ws_forward_only())                                                      \
+            return fn args;                                                                                            \
+        if (!fn && !(fn = REAL(name)))                                                                                 \
             return MISSING;                                                                                            \
         if (!(WANTED) || !ws_hook_enter())                                                                             \
             return fn args;                                                                                            \
         uint64_t before = ws_now();                                                                                    \
         cudaError_t rc = fn args;                                                                                      \
-        int saved = errno;                                                                                             \
+        int saved = *ws_errno();                                                                                       \
         RECORD;                                                                                                        \
         ws_hook_leave(saved);                                                                                          \
         return rc;                                                                                                     \

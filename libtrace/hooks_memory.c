@@ -49,16 +49,17 @@ static void record_free(uint8_t api, cudaError_t rc, uint64_t address, uint32_t 
 /* The body of a free hook: stamp, forward, record; a NULL handle frees nothing and is not recorded. */
 #define FORWARD_FREE(name, api, handle, memory)                                                                        \
     do {                                                                                                               \
-        __typeof__(&name) fn = WS_REAL_FN(name);                                                                       \
-        if (!fn)                                                                                                       \
+        static __typeof__(&name) real_fn_;                                                                             \
+        __typeof__(&name) fn = __atomic_load_n(&real_fn_, __ATOMIC_ACQUIRE);                                           \
+        if (__builtin_expect(fn != NULL, 1) && ws_forward_only())                                                      \
+            return fn(handle);                                                                                         \
+        if (!fn && !(fn = WS_REAL_FN_AT_(name, real_fn_)))                                                             \
             return cudaErrorSharedObjectSymbolNotFound;                                                                \
         if (!(handle) || !ws_hook_enter())                                                                             \
             return fn(handle);                                                                                         \
-        int saved = errno;                                                                                             \
         uint64_t stamp = ws_now();                                                                                     \
-        errno = saved;                                                                                                 \
         cudaError_t rc = fn(handle);                                                                                   \
-        saved = errno;                                                                                                 \
+        int saved = *ws_errno();                                                                                       \
         record_free(api, rc, u64(handle), memory, stamp);                                                              \
         ws_hook_leave(saved);                                                                                          \
         return rc;                                                                                                     \

@@ -118,6 +118,7 @@ static void thread_exit(void *unused)
     if (ws_self.chunk) {
         munmap(ws_self.chunk, WS_CHUNK_BYTES);
         ws_self.chunk = NULL;
+        ws_self.room = 0;
     }
 }
 
@@ -158,6 +159,7 @@ int ws_spool_next_chunk(struct ws_thread *t)
     if (t->chunk && t->generation == g.generation)
         munmap(t->chunk, WS_CHUNK_BYTES);
     t->chunk = NULL;
+    t->room = 0;
     if (t->generation != g.generation || t->serial == 0) {
         t->serial = __atomic_add_fetch(&h->next_thread, 1, __ATOMIC_RELAXED);
         t->seq = 0;
@@ -200,6 +202,7 @@ int ws_spool_next_chunk(struct ws_thread *t)
     t->chunk = c;
     t->recs = (struct ws_rec *)(c + 1);
     t->used = 0;
+    t->room = WS_CHUNK_RECS;
     if (created)
         record_image(); /* the first record of a forked child's own spool */
     return 0;
@@ -599,6 +602,7 @@ static void after_fork_child(void)
     if (ws_self.chunk)
         munmap(ws_self.chunk, WS_CHUNK_BYTES);
     ws_self.chunk = NULL;
+    ws_self.room = 0;
     ws_self.serial = 0;
     ws_forget_named_functions();
     struct ws_spool_header *h = header();

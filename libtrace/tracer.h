@@ -15,15 +15,19 @@
 #define WS_EXPORT __attribute__((visibility("default")))
 #define WS_TLS    __thread __attribute__((tls_model("initial-exec")))
 
-/* Per-thread state.  `recs` points into the thread's current mmap'd chunk. */
+/* Per-thread state.  `recs` points into the thread's current mmap'd chunk; `room` is how many
+ * records still fit in it (0 without a chunk: TLS starts zeroed, so a new thread takes the slow
+ * path of ws_rec_reserve() on its first record). */
 struct ws_thread {
     struct ws_chunk_header *chunk; /* NULL until the first record, or after fork */
     struct ws_rec *recs;
     uint32_t used;
+    uint32_t room; /* WS_CHUNK_RECS - used with a chunk, else 0 */
     uint32_t serial;
+    uint32_t in_hook; /* re-entry guard: work inside a hook is never traced twice */
     uint64_t seq;
-    uint32_t in_hook;    /* re-entry guard: work inside a hook is never traced twice */
     uint64_t generation; /* spool generation the chunk belongs to (changes on fork) */
+    int *errno_at;       /* this thread's errno, found once */
 };
 
 extern WS_TLS struct ws_thread ws_self;
@@ -49,7 +53,7 @@ static inline uint64_t ws_now(void)
 static inline struct ws_rec *ws_rec_reserve(uint32_t n)
 {
     struct ws_thread *t = &ws_self;
-    if (__builtin_expect(!t->chunk || t->used + n > WS_CHUNK_RECS, 0)) {
+    if (__builtin_expect(n > t->room, 0)) {
         if (n > WS_CHUNK_RECS || ws_spool_next_chunk(t) != 0) {
             ws_count_lost(1);
             return NULL;
@@ -62,6 +66,7 @@ static inline void ws_rec_commit(uint32_t n)
 {
     struct ws_thread *t = &ws_self;
     t->used += n;
+    t->room -= n;
     __atomic_store_n(&t->chunk->committed, t->used, __ATOMIC_RELEASE);
 }
 
@@ -72,17 +77,30 @@ static inline void ws_rec_commit(uint32_t n)
  */
 static inline int ws_hook_enter(void)
 {
-    if (__builtin_expect(ws_self.in_hook != 0 || !ws_enabled, 0))
+    if (__builtin_expect(!ws_enabled, 0) || __builtin_expect(ws_self.in_hook != 0, 0))
         return 0;
     ws_self.in_hook = 1;
     return 1;
 }
 
+/* The calling thread's errno, found once per thread (cheaper than __errno_location each call). */
+static inline int *ws_errno(void)
+{
+    int *e = ws_self.errno_at;
+    if (__builtin_expect(!e, 0))
+        ws_self.errno_at = e = &errno;
+    return e;
+}
+
 static inline void ws_hook_leave(int saved_errno)
 {
     ws_self.in_hook = 0;
-    errno = saved_errno;
+    *ws_errno() = saved_errno;
 }
+
+/* 1 when a hook only forwards: tracing is off in this process (one load; hooks test it before
+ * anything else, so that an untraced call costs that load and a jump to the real function). */
+static inline int ws_forward_only(void) { return __builtin_expect(!ws_enabled, 1); }
 
 /* A record with a string payload of len bytes (truncated at WS_MAX_STRING). */
 struct ws_rec *ws_rec_string(uint8_t type, const char *s, size_t len, uint32_t *nrecs);
