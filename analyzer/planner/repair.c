@@ -304,9 +304,10 @@ static int repair_around(struct repair *r, uint32_t o, size_t size, unsigned lev
  * buffers), then
  * kept where it put them while every other buffer is placed around them by best fit in `order`.
  * 1 with the layout in p->off and its peak in *peak, 0 when the window was not solved within
- * the nodes, -1 on OOM.
+ * the nodes or the layout reaches `stop` (it is abandoned there), -1 on OOM. Every buffer placed
+ * by best fit counts as a step.
  */
-static int window_layout(struct repair *r, size_t at, size_t w, unsigned cfg, const uint32_t *order,
+static int window_layout(struct repair *r, size_t at, size_t w, unsigned cfg, const uint32_t *order, uint64_t stop,
                          struct budget *bud, uint64_t *peak)
 {
     struct planner *p = r->p;
@@ -341,15 +342,16 @@ static int window_layout(struct repair *r, size_t at, size_t w, unsigned cfg, co
     }
     for (size_t x = 0; x < p->n; x++) {
         uint32_t i = order[x];
-        if (!p->placed[i] &&
-            (place(p, i, FIT_BEST) ||
-             (p->use_tree && union_tree_insert(p->tree, i, (struct span){p->off[i], p->off[i] + p->sz[i]}))))
+        if (p->placed[i])
+            continue;
+        if (place(p, i, FIT_BEST) ||
+            (p->use_tree && union_tree_insert(p->tree, i, (struct span){p->off[i], p->off[i] + p->sz[i]})))
             return -1;
+        bud->used++;
         top = p->off[i] + p->sz[i] > top ? p->off[i] + p->sz[i] : top;
+        if (p->overflow || top >= stop)
+            return 0; /* no better than the layout to beat */
     }
-    bud->used += p->n - k;
-    if (p->overflow)
-        return 0;
     *peak = top;
     return 1;
 }
@@ -433,7 +435,7 @@ int window_search(struct planner *p, struct best_plan *best, uint64_t lower, uin
         unsigned cfg = (WINDOW_CONFIG + k) % ncfg;
         for (size_t w = 0; best->peak > lower && !budget_spent(bud); w = 2 * w + 1) {
             uint64_t peak;
-            int res = window_layout(&r, at, w, cfg, order, bud, &peak);
+            int res = window_layout(&r, at, w, cfg, order, best->peak, bud, &peak);
             if (res < 0)
                 goto out;
             if (res && peak < best->peak) {
