@@ -152,7 +152,7 @@ static int plan_all(struct planner *p, const struct ws_plan_options *o, double t
             goto out;
         *work = bud.used;
     }
-    if (searching && best->peak > *lower && (!o->work_limit || *work < o->work_limit)) {
+    if (searching && best->peak > *lower && p->n <= LARGE_PROBLEM && (!o->work_limit || *work < o->work_limit)) {
         struct budget bud = share(o, t0, 0.45, *work);
         if (bud.deadline > 0)
             bud.deadline = (now_s() + t0 + o->time_limit_s) / 2;
