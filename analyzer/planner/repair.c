@@ -298,6 +298,17 @@ static int repair_around(struct repair *r, uint32_t o, size_t size, unsigned lev
     return rc;
 }
 
+/* How many buffers meet the sections [at - w, at + w]. */
+static size_t window_count(struct repair *r, size_t at, size_t w)
+{
+    size_t a = at > w ? at - w : 0, b = at + 1 + w < r->m ? at + 1 + w : r->m;
+    struct overlap_ctx ctx = {r, 0, r->freed, 0, 0, 1};
+    for_each_overlap(r->p, r->t[a], r->t[b], SIZE_MAX, collect_above, &ctx);
+    for (size_t x = 0; x < ctx.n; x++)
+        r->mark[r->freed[x]] = 0;
+    return ctx.n;
+}
+
 /*
  * Lay out afresh around section `at`: the buffers meeting the sections [at - w, at + w] are
  * solved within r->c by the decision search, unbounded (configuration cfg, 4k + 1024 nodes for k
@@ -415,8 +426,9 @@ static int repair_init(struct repair *r, struct planner *p, const struct best_pl
  * This lays the problem out afresh instead, from the inside out: the buffers meeting a window of
  * sections around the busiest one are solved within the lower bound by the decision search, and
  * the rest is placed around them by best fit in decreasing size (window_layout). Windows grow
- * (1, 3, 7, ... sections) with the broadest-first configuration, which packs best, then again
- * with the others; the best layout below best's peak is kept.
+ * (1, 3, 7, ... sections; one that holds fewer than 1/64 more buffers than the last one tried is
+ * skipped: its layout would hardly differ) with the broadest-first configuration, which packs
+ * best, then again with the others; the best layout below best's peak is kept.
  */
 int window_search(struct planner *p, struct best_plan *best, uint64_t lower, uint64_t seed, struct budget *bud,
                   int *improved)
@@ -433,7 +445,12 @@ int window_search(struct planner *p, struct best_plan *best, uint64_t lower, uin
     r.c = lower;
     for (unsigned k = 0; k < ncfg && best->peak > lower && !budget_spent(bud); k++) {
         unsigned cfg = (WINDOW_CONFIG + k) % ncfg;
+        size_t last = 0; /* buffers in the last window tried */
         for (size_t w = 0; best->peak > lower && !budget_spent(bud); w = 2 * w + 1) {
+            size_t held = window_count(&r, at, w);
+            if (last && held < last + last / 64 && w < r.m)
+                continue; /* hardly more than the last window: a wider one first */
+            last = held;
             uint64_t peak;
             int res = window_layout(&r, at, w, cfg, order, best->peak, bud, &peak);
             if (res < 0)
