@@ -253,5 +253,9 @@ void decider_bound(struct decider *d, const uint64_t *base, const uint64_t *ceil
  * aiming at capacities from `lower` up; *improved when best's peak dropped. 0, or -1 on OOM. */
 int repair_search(struct planner *p, struct best_plan *best, uint64_t lower, uint64_t seed, struct budget *bud,
                   int *improved);
+/* repair.c: lay best out afresh around its busiest section (the decision search within `lower`
+ * on the buffers of a window of sections, best fit for the rest), keeping a lower peak. */
+int window_search(struct planner *p, struct best_plan *best, uint64_t lower, uint64_t seed, struct budget *bud,
+                  int *improved);
 
 #endif

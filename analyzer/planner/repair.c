@@ -20,6 +20,9 @@
 
 #define NONE32 UINT32_MAX
 
+/* The decision search's configuration that the windows try first (decision.c: broadest first). */
+#define WINDOW_CONFIG 1
+
 /* 1: print what each repair tries on stderr (for tuning). */
 #ifndef REPAIR_TRACE
 #define REPAIR_TRACE 0
@@ -170,18 +173,20 @@ static int cmp_by_lower(const void *x, const void *y, void *ctx)
     return a < b ? -1 : a > b;
 }
 
-/* Re-solve one component comp[0..k) within r->c, with (k + 256) << round nodes. 1 solved (written
- * into r->off), 0 not, -1 on OOM. */
-static int solve_part(struct repair *r, const uint32_t *comp, size_t k, unsigned round, struct budget *bud)
+/* Solve the k buffers comp[0..k) within r->c with the decision search, into r->suboff; with
+ * `bounded` each stays between the kept buffers below and above it (r->off). The decision, or
+ * DECISION_ERROR on OOM. */
+static enum decision solve_sub(struct repair *r, const uint32_t *comp, size_t k, int bounded, unsigned cfg,
+                               uint64_t nodes, struct budget *bud)
 {
     struct planner *p = r->p, *sp = &r->sp;
     memset(sp, 0, sizeof *sp);
     sp->n = k;
-    sp->lo = malloc(k * sizeof *sp->lo);
-    sp->hi = malloc(k * sizeof *sp->hi);
-    sp->sz = malloc(k * sizeof *sp->sz);
-    sp->al = malloc(k * sizeof *sp->al);
-    int rc = -1;
+    sp->lo = malloc(k * sizeof *sp->lo + 1);
+    sp->hi = malloc(k * sizeof *sp->hi + 1);
+    sp->sz = malloc(k * sizeof *sp->sz + 1);
+    sp->al = malloc(k * sizeof *sp->al + 1);
+    enum decision res = DECISION_ERROR;
     struct decider *d = NULL;
     if (!sp->lo || !sp->hi || !sp->sz || !sp->al)
         goto out;
@@ -191,6 +196,8 @@ static int solve_part(struct repair *r, const uint32_t *comp, size_t k, unsigned
         sp->hi[x] = p->hi[i];
         sp->sz[x] = p->sz[i];
         sp->al[x] = p->al[i];
+        if (!bounded)
+            continue;
         struct bound_ctx b = {r, i, 0, UINT64_MAX};
         for_each_overlap(p, p->lo[i], p->hi[i], i, bound_of, &b);
         if (round_up(b.base, p->al[i], &r->base[x]))
@@ -199,26 +206,33 @@ static int solve_part(struct repair *r, const uint32_t *comp, size_t k, unsigned
     }
     if (build_index(sp) || decider_new(&d, sp, r->rng))
         goto out;
-    decider_bound(d, r->base, r->ceil);
-    rc = 0;
+    if (bounded)
+        decider_bound(d, r->base, r->ceil);
+    res = decide(d, r->c, cfg, nodes, bud, r->suboff);
+out:
+    decider_free(d);
+    planner_free(sp);
+    return res;
+}
+
+/* Re-solve one component comp[0..k) within r->c, with (k + 256) << round nodes. 1 solved (written
+ * into r->off), 0 not, -1 on OOM. */
+static int solve_part(struct repair *r, const uint32_t *comp, size_t k, unsigned round, struct budget *bud)
+{
     /* One configuration, chosen at random: many cheap tries on varied parts find more than a
      * long search on one. */
     unsigned cfg = (unsigned)rng_below(&r->rng, decider_configs());
     uint64_t u0 = bud->used;
-    enum decision res = decide(d, r->c, cfg, ((uint64_t)k + 256) << round, bud, r->suboff);
+    enum decision res = solve_sub(r, comp, k, 1, cfg, ((uint64_t)k + 256) << round, bud);
     if (REPAIR_TRACE)
         fprintf(stderr, "    cfg %u -> %d nodes %llu\n", cfg, res, (unsigned long long)(bud->used - u0));
     if (res == DECISION_ERROR)
-        rc = -1;
-    if (res == DECISION_FOUND) {
-        for (size_t x = 0; x < k; x++)
-            r->off[comp[x]] = r->suboff[x];
-        rc = 1;
-    }
-out:
-    decider_free(d);
-    planner_free(sp);
-    return rc;
+        return -1;
+    if (res != DECISION_FOUND)
+        return 0;
+    for (size_t x = 0; x < k; x++)
+        r->off[comp[x]] = r->suboff[x];
+    return 1;
 }
 
 /*
@@ -284,6 +298,75 @@ static int repair_around(struct repair *r, uint32_t o, size_t size, unsigned lev
     return rc;
 }
 
+/* How many buffers meet the sections [at - w, at + w]. */
+static size_t window_count(struct repair *r, size_t at, size_t w)
+{
+    size_t a = at > w ? at - w : 0, b = at + 1 + w < r->m ? at + 1 + w : r->m;
+    struct overlap_ctx ctx = {r, 0, r->freed, 0, 0, 1};
+    for_each_overlap(r->p, r->t[a], r->t[b], SIZE_MAX, collect_above, &ctx);
+    for (size_t x = 0; x < ctx.n; x++)
+        r->mark[r->freed[x]] = 0;
+    return ctx.n;
+}
+
+/*
+ * Lay out afresh around section `at`: the buffers meeting the sections [at - w, at + w] are
+ * solved within r->c by the decision search, unbounded (configuration cfg, 4k + 1024 nodes for k
+ * buffers), then
+ * kept where it put them while every other buffer is placed around them by best fit in `order`.
+ * 1 with the layout in p->off and its peak in *peak, 0 when the window was not solved within
+ * the nodes or the layout reaches `stop` (it is abandoned there), -1 on OOM. Every buffer placed
+ * by best fit counts as a step.
+ */
+static int window_layout(struct repair *r, size_t at, size_t w, unsigned cfg, const uint32_t *order, uint64_t stop,
+                         struct budget *bud, uint64_t *peak)
+{
+    struct planner *p = r->p;
+    size_t a = at > w ? at - w : 0, b = at + 1 + w < r->m ? at + 1 + w : r->m;
+    struct overlap_ctx ctx = {r, 0, r->freed, 0, 0, 1};
+    for_each_overlap(p, r->t[a], r->t[b], SIZE_MAX, collect_above, &ctx);
+    size_t k = ctx.n;
+    for (size_t x = 0; x < k; x++)
+        r->mark[r->freed[x]] = 0;
+    qsort_r(r->freed, k, sizeof *r->freed, cmp_by_lower, p);
+    uint64_t u0 = bud->used;
+    enum decision res = solve_sub(r, r->freed, k, 0, cfg, 4 * (uint64_t)k + 1024, bud);
+    if (REPAIR_TRACE)
+        fprintf(stderr, "window w=%zu k=%zu cfg=%u -> %d nodes %llu\n", w, k, cfg, res,
+                (unsigned long long)(bud->used - u0));
+    if (res == DECISION_ERROR)
+        return -1;
+    if (res != DECISION_FOUND)
+        return 0;
+    memset(p->placed, 0, p->n);
+    p->use_tree = p->tree != NULL;
+    if (p->use_tree)
+        union_tree_clear(p->tree);
+    p->overflow = 0;
+    uint64_t top = 0;
+    for (size_t x = 0; x < k; x++) {
+        uint32_t i = r->freed[x];
+        p->off[i] = r->suboff[x];
+        p->placed[i] = 1;
+        if (p->use_tree && union_tree_insert(p->tree, i, (struct span){p->off[i], p->off[i] + p->sz[i]}))
+            return -1;
+    }
+    for (size_t x = 0; x < p->n; x++) {
+        uint32_t i = order[x];
+        if (p->placed[i])
+            continue;
+        if (place(p, i, FIT_BEST) ||
+            (p->use_tree && union_tree_insert(p->tree, i, (struct span){p->off[i], p->off[i] + p->sz[i]})))
+            return -1;
+        bud->used++;
+        top = p->off[i] + p->sz[i] > top ? p->off[i] + p->sz[i] : top;
+        if (p->overflow || top >= stop)
+            return 0; /* no better than the layout to beat */
+    }
+    *peak = top;
+    return 1;
+}
+
 /* A buffer ending above C, chosen at random; NONE32 when there is none. */
 static uint32_t pick_above(struct repair *r, uint64_t c)
 {
@@ -304,24 +387,100 @@ static uint64_t peak_of_layout(const struct repair *r)
     return peak;
 }
 
+static void repair_free(struct repair *r)
+{
+    free(r->off);
+    free(r->mark);
+    free(r->freed);
+    free(r->tops);
+    free(r->base);
+    free(r->ceil);
+    free(r->suboff);
+    free(r->t);
+    free(r->mx);
+}
+
+/* The working layout starts as best's. 0, or -1 on OOM (r is freed by repair_free either way). */
+static int repair_init(struct repair *r, struct planner *p, const struct best_plan *best, uint64_t seed)
+{
+    size_t n = p->n;
+    memset(r, 0, sizeof *r);
+    r->p = p;
+    r->rng = seed ^ 0x9e6c63d0676a9a99ull;
+    r->off = malloc(n * sizeof *r->off + 1);
+    r->mark = calloc(n + 1, 1);
+    r->freed = malloc(n * sizeof *r->freed + 1);
+    r->tops = malloc(n * sizeof *r->tops + 1);
+    r->base = malloc(n * sizeof *r->base + 1);
+    r->ceil = malloc(n * sizeof *r->ceil + 1);
+    r->suboff = malloc(n * sizeof *r->suboff + 1);
+    if (!r->off || !r->mark || !r->freed || !r->tops || !r->base || !r->ceil || !r->suboff || build_profile(r))
+        return -1;
+    memcpy(r->off, best->off, n * sizeof *r->off);
+    return 0;
+}
+
+/*
+ * Windows: the repairs keep most of a layout and cannot reorganise the buffers below a hole at
+ * the busiest section, where a layout at the lower bound must pack every live buffer without one.
+ * This lays the problem out afresh instead, from the inside out: the buffers meeting a window of
+ * sections around the busiest one are solved within the lower bound by the decision search, and
+ * the rest is placed around them by best fit in decreasing size (window_layout). Windows grow
+ * (1, 3, 7, ... sections; one that holds fewer than 1/64 more buffers than the last one tried is
+ * skipped: its layout would hardly differ) with the broadest-first configuration, which packs
+ * best, then again with the others; the best layout below best's peak is kept.
+ */
+int window_search(struct planner *p, struct best_plan *best, uint64_t lower, uint64_t seed, struct budget *bud,
+                  int *improved)
+{
+    size_t n = p->n;
+    struct repair r;
+    uint32_t *order = malloc(n * sizeof *order + 1);
+    int rc = -1;
+    *improved = 0;
+    if (repair_init(&r, p, best, seed) || !order || make_order(p, ORDER_SIZE, NULL, 0, NULL, order))
+        goto out;
+    size_t at = busiest(&r, 0, r.m);
+    unsigned ncfg = decider_configs();
+    r.c = lower;
+    for (unsigned k = 0; k < ncfg && best->peak > lower && !budget_spent(bud); k++) {
+        unsigned cfg = (WINDOW_CONFIG + k) % ncfg;
+        size_t last = 0; /* buffers in the last window tried */
+        for (size_t w = 0; best->peak > lower && !budget_spent(bud); w = 2 * w + 1) {
+            size_t held = window_count(&r, at, w);
+            if (last && held < last + last / 64 && w < r.m)
+                continue; /* hardly more than the last window: a wider one first */
+            last = held;
+            uint64_t peak;
+            int res = window_layout(&r, at, w, cfg, order, best->peak, bud, &peak);
+            if (res < 0)
+                goto out;
+            if (res && peak < best->peak) {
+                memcpy(best->off, p->off, n * sizeof *best->off);
+                best->peak = peak;
+                best->name = "window-search";
+                *improved = 1;
+            }
+            if (w >= r.m)
+                break; /* the window held the whole problem */
+        }
+    }
+    rc = 0;
+out:
+    repair_free(&r);
+    free(order);
+    return rc;
+}
+
 int repair_search(struct planner *p, struct best_plan *best, uint64_t lower, uint64_t seed, struct budget *bud,
                   int *improved)
 {
     size_t n = p->n;
-    struct repair r = {.p = p, .rng = seed ^ 0x9e6c63d0676a9a99ull};
+    struct repair r;
     int rc = -1;
     *improved = 0;
-    r.off = malloc(n * sizeof *r.off + 1);
-    r.mark = calloc(n + 1, 1);
-    r.freed = malloc(n * sizeof *r.freed + 1);
-    r.tops = malloc(n * sizeof *r.tops + 1);
-    r.base = malloc(n * sizeof *r.base + 1);
-    r.ceil = malloc(n * sizeof *r.ceil + 1);
-    r.suboff = malloc(n * sizeof *r.suboff + 1);
-    if (!r.off || !r.mark || !r.freed || !r.tops || !r.base || !r.ceil || !r.suboff ||
-        build_profile(&r))
+    if (repair_init(&r, p, best, seed))
         goto out;
-    memcpy(r.off, best->off, n * sizeof *r.off);
     /* Targets from the most ambitious (the lower bound) to halfway to the peak; each with parts
      * that grow until they reach the whole problem. */
     unsigned step = 0; /* target: peak - 1 - (peak - lower - 1) / 2^step, step 0 = lower */
@@ -369,14 +528,6 @@ int repair_search(struct planner *p, struct best_plan *best, uint64_t lower, uin
     }
     rc = 0;
 out:
-    free(r.off);
-    free(r.mark);
-    free(r.freed);
-    free(r.tops);
-    free(r.base);
-    free(r.ceil);
-    free(r.suboff);
-    free(r.t);
-    free(r.mx);
+    repair_free(&r);
     return rc;
 }

@@ -138,17 +138,36 @@ static int plan_all(struct planner *p, const struct ws_plan_options *o, double t
         goto out;
     if (p->n <= LARGE_PROBLEM && best->peak > p->lb && (searching || !deadline) && canonical_decode(p, breadth, best))
         goto out;
-    /* The budget in shares: the capacity search up to 35 %, the repairs up to 75 %, the
-     * neighbourhood search the rest. */
-    int repaired = 0;
+    /* The budget in shares of the steps: a first capacity search up to 2 % (the decision search
+     * alone often proves the lower bound quickly), the windows up to 45 %, the capacity search
+     * again up to 50 %, the repairs up to 80 %, the neighbourhood search the rest. In time the
+     * first two stages get shares of what the decoders left (on a loaded machine they may take
+     * most of it), the others end at fixed shares of the limit. */
+    int repaired = 0, windowed = 0;
     if (searching && best->peak > *lower) {
-        struct budget bud = share(o, t0, 0.35, 0);
+        struct budget bud = share(o, t0, 0.02, 0);
+        if (bud.deadline > 0)
+            bud.deadline = now_s() + (t0 + o->time_limit_s - now_s()) * 0.15;
         if (capacity_search(p, best, lower, o->seed, &bud))
             goto out;
-        *work += bud.used;
+        *work = bud.used;
+    }
+    if (searching && best->peak > *lower && p->n <= LARGE_PROBLEM && (!o->work_limit || *work < o->work_limit)) {
+        struct budget bud = share(o, t0, 0.45, *work);
+        if (bud.deadline > 0)
+            bud.deadline = (now_s() + t0 + o->time_limit_s) / 2;
+        if (window_search(p, best, *lower, o->seed, &bud, &windowed))
+            goto out;
+        *work = bud.used;
     }
     if (searching && best->peak > *lower && (!o->work_limit || *work < o->work_limit)) {
-        struct budget bud = share(o, t0, 0.75, *work);
+        struct budget bud = share(o, t0, 0.50, *work);
+        if (capacity_search(p, best, lower, o->seed + 1, &bud))
+            goto out;
+        *work = bud.used;
+    }
+    if (searching && best->peak > *lower && (!o->work_limit || *work < o->work_limit)) {
+        struct budget bud = share(o, t0, 0.80, *work);
         if (repair_search(p, best, *lower, o->seed, &bud, &repaired))
             goto out;
         *work = bud.used;
