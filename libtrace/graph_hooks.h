@@ -120,8 +120,16 @@ static inline int ws_is_driver_api(uint8_t api)
 int ws_driver_per_thread_api(uint8_t api);
 /* Names a launched CUfunction once per thread (cuFuncGetName): a SYMBOL record. */
 void ws_driver_note_function(const void *fn);
-/* The device of the calling thread's current context (ws_current_device when there is none). */
-int ws_driver_device(void);
+/* Forget what was named (a forked child names its kernels again). */
+void ws_driver_forget_named_functions(void);
+/* The device of the calling thread's current context (ws_current_device when there is none):
+ * one load while it is known (hooks_driver.c says until when), else asked of the driver. */
+int ws_driver_device_slow(void);
+static inline int ws_driver_device(void)
+{
+    uint32_t d = ws_self.driver_device;
+    return __builtin_expect(d != 0, 1) ? (int)(d - 1) : ws_driver_device_slow();
+}
 /* For a program of the driver API alone: the capture of a stream, and the graph allocator's
  * attribute query (NULL when the driver is not loaded either). */
 int ws_driver_capture_of(const void *stream, unsigned long long *id);

@@ -308,8 +308,10 @@ WS_EXPORT cudaError_t cudaSetDevice(int device)
     if (!fn)
         return MISSING;
     cudaError_t rc = fn(device);
-    if (rc == cudaSuccess)
+    if (rc == cudaSuccess) {
         ws_current_device = device;
+        ws_self.driver_device = 0; /* the driver's current context may have changed with it */
+    }
     return rc;
 }
 
@@ -487,4 +489,8 @@ void ws_note_function(const void *fn)
         record_symbol(fn, info.dli_sname, 0, 0);
 }
 
-void ws_forget_named_functions(void) { memset(named_cache, 0, sizeof named_cache); }
+void ws_forget_named_functions(void)
+{
+    memset(named_cache, 0, sizeof named_cache);
+    ws_driver_forget_named_functions();
+}

@@ -59,35 +59,41 @@ cudaError_t cudaGetDriverEntryPoint_ptsz(const char *symbol, void **funcPtr, uns
 /* What a hook answers when the real function cannot be found. */
 #define DRV_MISSING CUDA_ERROR_NOT_FOUND
 
-/* The body of a driver hook: as WS_FORWARD (graph_hooks.h), with the driver's result type. */
+/* The body of a driver hook: as WS_FORWARD (graph_hooks.h), with the driver's result type: the
+ * forwarding test comes first, so that an untraced call costs two loads and a jump. */
 #define DRV_FORWARD(name, args, RECORD)                                                                                \
     do {                                                                                                               \
-        __typeof__(&name) fn = WS_REAL_FN(name);                                                                       \
-        if (!fn)                                                                                                       \
+        static __typeof__(&name) real_fn_;                                                                             \
+        __typeof__(&name) fn = __atomic_load_n(&real_fn_, __ATOMIC_ACQUIRE);                                           \
+        if (__builtin_expect(fn != NULL, 1) && ws_forward_only())                                                      \
+            return fn args;                                                                                            \
+        if (!fn && !(fn = WS_REAL_FN_AT_(name, real_fn_)))                                                             \
             return DRV_MISSING;                                                                                        \
         if (!ws_hook_enter())                                                                                          \
             return fn args;                                                                                            \
         CUresult rc = fn args;                                                                                         \
-        int saved = errno;                                                                                             \
+        int saved = *ws_errno();                                                                                       \
         RECORD;                                                                                                        \
         ws_hook_leave(saved);                                                                                          \
         return rc;                                                                                                     \
     } while (0)
 
-/* A free: its time is taken before the call (hooks_cuda.c, FORWARD_AND_RECORD_FREE_IF says why);
- * a free of 0 frees nothing and is not recorded.  RECORD sees the time as `before`. */
+/* A free: its time is taken before the call (hooks_cuda.c, FORWARD_AND_RECORD_FREE_IF says why;
+ * clock_gettime leaves errno alone);  a free of 0 frees nothing and is not recorded.  RECORD sees
+ * the time as `before`. */
 #define DRV_FORWARD_FREE(name, args, handle, RECORD)                                                                   \
     do {                                                                                                               \
-        __typeof__(&name) fn = WS_REAL_FN(name);                                                                       \
-        if (!fn)                                                                                                       \
+        static __typeof__(&name) real_fn_;                                                                             \
+        __typeof__(&name) fn = __atomic_load_n(&real_fn_, __ATOMIC_ACQUIRE);                                           \
+        if (__builtin_expect(fn != NULL, 1) && ws_forward_only())                                                      \
+            return fn args;                                                                                            \
+        if (!fn && !(fn = WS_REAL_FN_AT_(name, real_fn_)))                                                             \
             return DRV_MISSING;                                                                                        \
         if (!(handle) || !ws_hook_enter())                                                                             \
             return fn args;                                                                                            \
-        int saved = errno;                                                                                             \
         uint64_t before = ws_now();                                                                                    \
-        errno = saved;                                                                                                 \
         CUresult rc = fn args;                                                                                         \
-        saved = errno;                                                                                                 \
+        int saved = *ws_errno();                                                                                       \
         RECORD;                                                                                                        \
         ws_hook_leave(saved);                                                                                          \
         return rc;                                                                                                     \
@@ -115,27 +121,20 @@ int ws_driver_per_thread_api(uint8_t api)
 }
 
 /*
- * The device of the calling thread's current context, asked of the driver once and kept until the
- * thread's context may have changed: a context call below (the hooks that only forward and forget
- * it), or a cudaSetDevice seen by the runtime hooks (ws_current_device changed since).
+ * The device of the calling thread's current context, asked of the driver once and kept in
+ * ws_self.driver_device (the device + 1; 0: not known) until the thread's context may have
+ * changed: a context call below (the hooks that only forward and forget it), or a cudaSetDevice
+ * seen by the runtime hooks (hooks_cuda.c forgets it too).
  */
-static WS_TLS struct {
-    int valid, device, runtime_device;
-} device_cache;
+static void forget_device(void) { ws_self.driver_device = 0; }
 
-static void forget_device(void) { device_cache.valid = 0; }
-
-int ws_driver_device(void)
+int ws_driver_device_slow(void)
 {
-    if (__builtin_expect(device_cache.valid && device_cache.runtime_device == ws_current_device, 1))
-        return device_cache.device;
     __typeof__(&cuCtxGetDevice) get = WS_REAL_FN(cuCtxGetDevice);
     CUdevice d;
-    if (!get || get(&d) != CUDA_SUCCESS)
+    if (!get || get(&d) != CUDA_SUCCESS || d < 0)
         return ws_current_device; /* no context yet: asked again next time */
-    device_cache.device = d;
-    device_cache.runtime_device = ws_current_device;
-    device_cache.valid = 1;
+    ws_self.driver_device = (uint32_t)d + 1;
     return d;
 }
 
@@ -185,7 +184,7 @@ void *ws_driver_pool_attribute_fn(void) { return (void *)WS_REAL_FN(cuMemPoolGet
 /* ---- records ---- */
 
 /* The calling thread's next record with every field written (the hot paths: no clearing first). */
-static inline struct ws_rec *rec_fill(uint8_t type, uint8_t api, CUresult rc, uint64_t ns, uint64_t u0, uint64_t u1,
+static inline __attribute__((always_inline)) struct ws_rec *rec_fill(uint8_t type, uint8_t api, CUresult rc, uint64_t ns, uint64_t u0, uint64_t u1,
                                       uint64_t u2, uint64_t u3, uint64_t u4, uint64_t u5)
 {
     struct ws_rec *r = ws_rec_reserve(1);
@@ -206,20 +205,20 @@ static inline struct ws_rec *rec_fill(uint8_t type, uint8_t api, CUresult rc, ui
     return r;
 }
 
-static void record_alloc(uint8_t api, CUresult rc, uint64_t address, uint64_t requested, uint64_t bytes,
+static inline void record_alloc(uint8_t api, CUresult rc, uint64_t address, uint64_t requested, uint64_t bytes,
                          const void *stream, int device, uint32_t memory, uint64_t aux)
 {
     rec_fill(WS_REC_ALLOC, api, rc, ws_now(), rc == CUDA_SUCCESS ? address : 0, requested,
              rc == CUDA_SUCCESS ? bytes : 0, u64(stream), (uint64_t)(uint32_t)device | (uint64_t)memory << 32, aux);
 }
 
-static void record_free(uint8_t api, CUresult rc, uint64_t address, const void *stream, uint32_t memory, uint64_t stamp)
+static inline void record_free(uint8_t api, CUresult rc, uint64_t address, const void *stream, uint32_t memory, uint64_t stamp)
 {
     rec_fill(WS_REC_FREE, api, rc, stamp, address, 0, 0, u64(stream),
              (uint64_t)(uint32_t)ws_driver_device() | (uint64_t)memory << 32, 0);
 }
 
-static void record_simple_alloc(uint8_t api, CUresult rc, const CUdeviceptr *dptr, size_t size, uint32_t memory,
+static inline void record_simple_alloc(uint8_t api, CUresult rc, const CUdeviceptr *dptr, size_t size, uint32_t memory,
                                 uint64_t aux)
 {
     record_alloc(api, rc, dptr ? *dptr : 0, size, size, NULL, ws_driver_device(), memory, aux);
@@ -604,23 +603,20 @@ WS_EXPORT CUresult cuMemAddressFree(CUdeviceptr ptr, size_t size)
 
 /* A launched function (a CUfunction, or a CUkernel) is named once per thread and spool, from the
  * driver (cuFuncGetName, 12.3 and later; nothing is named with an older driver); a direct-mapped
- * cache of what was named keeps a kernel seen again to one compare. */
+ * cache of what was named keeps a kernel seen again to one compare.  A forked child names its
+ * kernels again: ws_forget_named_functions() (hooks_cuda.c) clears the cache in the child. */
 #define NAMED_SLOTS 64u
 static WS_TLS CUfunction named_cache[NAMED_SLOTS];
-static WS_TLS uint64_t named_generation;
 
-void ws_driver_note_function(const void *fn)
+static inline unsigned named_slot(CUfunction f)
 {
-    CUfunction f = (CUfunction)fn;
     uintptr_t a = (uintptr_t)f;
-    unsigned slot = (unsigned)((a >> 4) ^ (a >> 10)) & (NAMED_SLOTS - 1);
-    if (named_generation != ws_self.generation) { /* a forked child names its kernels again */
-        memset(named_cache, 0, sizeof named_cache);
-        named_generation = ws_self.generation;
-    }
-    if (!f || named_cache[slot] == f)
-        return;
-    named_cache[slot] = f;
+    return (unsigned)((a >> 4) ^ (a >> 10)) & (NAMED_SLOTS - 1);
+}
+
+static __attribute__((noinline)) void name_function(CUfunction f)
+{
+    named_cache[named_slot(f)] = f;
     __typeof__(&cuFuncGetName) get = WS_REAL_FN(cuFuncGetName);
     const char *name = NULL;
     if (!get || get(&name, f) != CUDA_SUCCESS || !name)
@@ -634,10 +630,20 @@ void ws_driver_note_function(const void *fn)
     ws_rec_commit(n);
 }
 
-static void record_launch(uint8_t api, CUresult rc, CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
-                          unsigned by, unsigned bz, unsigned smem, CUstream stream)
+static inline void note_function(CUfunction f)
 {
-    ws_driver_note_function(f);
+    if (__builtin_expect(named_cache[named_slot(f)] != f, 0) && f)
+        name_function(f);
+}
+
+void ws_driver_note_function(const void *fn) { note_function((CUfunction)fn); }
+
+void ws_driver_forget_named_functions(void) { memset(named_cache, 0, sizeof named_cache); }
+
+static inline void record_launch(uint8_t api, CUresult rc, CUfunction f, unsigned gx, unsigned gy, unsigned gz,
+                                 unsigned bx, unsigned by, unsigned bz, unsigned smem, CUstream stream)
+{
+    note_function(f);
     if (rc == CUDA_SUCCESS)
         ws_capture_note(api, stream);
     rec_fill(WS_REC_LAUNCH, api, rc, ws_now(), u64(f), ws_pack_dim3(gx, gy, gz), ws_pack_dim3(bx, by, bz), u64(stream),
