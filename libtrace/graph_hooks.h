@@ -34,7 +34,7 @@ void *ws_real_registered(const char *name);
         static __typeof__(&name) real_fn_;                                                                             \
         WS_REAL_FN_AT_(name, real_fn_);                                                                                \
     })
-/* (WS_REAL_FN with the call site's slot named: WS_FORWARD loads it first, before anything else.) */
+/* (WS_REAL_FN with the slot named: a WS_HOOK and its traced half share it.) */
 #define WS_REAL_FN_AT_(name, slot)                                                                                     \
     ({                                                                                                                 \
         __typeof__(&name) fn_ = __atomic_load_n(&slot, __ATOMIC_ACQUIRE);                                              \
@@ -45,17 +45,34 @@ void *ws_real_registered(const char *name);
         fn_;                                                                                                           \
     })
 
-/* The body of a hook: forward, then (unless tracing is off or this is the tracer's own call) run
- * RECORD, which sees the result as rc, with errno kept.  A missing real function answers with the
- * runtime's code for a missing symbol.  With tracing off the hook is one load of the real
- * function, one of ws_enabled and a jump. */
+/*
+ * A hook in two halves.  The exported function `name` is the forwarding test alone: with the real
+ * function known (in slot) and tracing off, it jumps there without a frame of its own (two loads
+ * and a jump); else it jumps to the traced half, the body that follows the macro, kept out of line
+ * so that the registers and locals of recording are paid only when recording.  WS_HOOK keeps the
+ * real function in name##_real_, where WS_FORWARD (and the driver's DRV_FORWARD) look for it.
+ */
+#define WS_HOOK_AT(ret, name, params, args, slot)                                                                      \
+    static __attribute__((noinline)) ret name##_traced_ params;                                                        \
+    WS_EXPORT ret name params                                                                                          \
+    {                                                                                                                  \
+        __typeof__(&name) fn_ = __atomic_load_n(&(slot), __ATOMIC_ACQUIRE);                                            \
+        if (__builtin_expect(fn_ != NULL, 1) && ws_forward_only())                                                     \
+            return fn_ args;                                                                                           \
+        return name##_traced_ args;                                                                                    \
+    }                                                                                                                  \
+    static ret name##_traced_ params
+#define WS_HOOK(ret, name, params, args)                                                                               \
+    static ret(*name##_real_) params;                                                                                  \
+    WS_HOOK_AT(ret, name, params, args, name##_real_)
+
+/* The body of a hook's traced half (WS_HOOK): forward, then (unless tracing is off or this is the
+ * tracer's own call) run RECORD, which sees the result as rc, with errno kept.  A missing real
+ * function answers with the runtime's code for a missing symbol. */
 #define WS_FORWARD(name, args, RECORD)                                                                                 \
     do {                                                                                                               \
-        static __typeof__(&name) real_fn_;                                                                             \
-        __typeof__(&name) fn = __atomic_load_n(&real_fn_, __ATOMIC_ACQUIRE);                                           \
-        if (__builtin_expect(fn != NULL, 1) && ws_forward_only())                                                      \
-            return fn args;                                                                                            \
-        if (!fn && !(fn = WS_REAL_FN_AT_(name, real_fn_)))                                                             \
+        __typeof__(&name) fn = WS_REAL_FN_AT_(name, name##_real_);                                                     \
+        if (!fn)                                                                                                       \
             return cudaErrorSharedObjectSymbolNotFound;                                                                \
         if (!ws_hook_enter())                                                                                          \
             return fn args;                                                                                            \

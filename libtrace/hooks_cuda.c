@@ -78,18 +78,19 @@ static void resolve_real(void)
 /* A missing real symbol answers with the runtime's own code for an unresolvable symbol. */
 #define MISSING cudaErrorSharedObjectSymbolNotFound
 
+/* A runtime hook (WS_HOOK_AT, graph_hooks.h): the real function is kept in `real`. */
+#define CUDA_HOOK(name, params, args) WS_HOOK_AT(cudaError_t, name, params, args, real.name)
+
 /*
- * The body of every hook: forward to the real function, then, when WANTED and unless tracing is
- * off or this is the tracer's own call, run RECORD (which sees the result as rc) with errno saved
- * and restored.
+ * The body of every hook's traced half: forward to the real function, then, when WANTED and unless
+ * tracing is off or this is the tracer's own call, run RECORD (which sees the result as rc) with
+ * errno saved and restored.
  */
 #define FORWARD_AND_RECORD(name, args, RECORD) FORWARD_AND_RECORD_IF(name, args, 1, RECORD)
 #define FORWARD_AND_RECORD_IF(name, args, WANTED, RECORD)                                                              \
     do {                                                                                                               \
-        __typeof__(real.name) fn = __atomic_load_n(&real.name, __ATOMIC_ACQUIRE);                                      \
-        if (__builtin_expect(fn != NULL, 1) && ws_forward_only())                                                      \
-            return fn args;                                                                                            \
-        if (!fn && !(fn = REAL(name)))                                                                                 \
+        __typeof__(real.name) fn = REAL(name);                                                                         \
+        if (!fn)                                                                                                       \
             return MISSING;                                                                                            \
         if (!(WANTED) || !ws_hook_enter())                                                                             \
             return fn args;                                                                                            \
@@ -109,10 +110,8 @@ static void resolve_real(void)
  */
 #define FORWARD_AND_RECORD_FREE_IF(name, args, WANTED, RECORD)                                                         \
     do {                                                                                                               \
-        __typeof__(real.name) fn = __atomic_load_n(&real.name, __ATOMIC_ACQUIRE);                                      \
-        if (__builtin_expect(fn != NULL, 1) && ws_forward_only())                                                      \
-            return fn args;                                                                                            \
-        if (!fn && !(fn = REAL(name)))                                                                                 \
+        __typeof__(real.name) fn = REAL(name);                                                                         \
+        if (!fn)                                                                                                       \
             return MISSING;                                                                                            \
         if (!(WANTED) || !ws_hook_enter())                                                                             \
             return fn args;                                                                                            \
@@ -194,7 +193,7 @@ static inline void record_launch(uint8_t api, cudaError_t rc, const void *fn, di
 
 /* ---- allocation ------------------------------------------------------------------------ */
 
-WS_EXPORT cudaError_t cudaMalloc(void **ptr, size_t size)
+CUDA_HOOK(cudaMalloc, (void **ptr, size_t size), (ptr, size))
 {
     FORWARD_AND_RECORD(cudaMalloc, (ptr, size),
                        record_alloc(WS_API_cudaMalloc, rc, ptr ? *ptr : NULL, size, size, 0, WS_MEM_DEVICE, 0));
@@ -210,33 +209,33 @@ static void record_async_alloc(uint8_t api, cudaError_t rc, void **ptr, size_t s
         ws_pool_sample(api, pool);
 }
 
-WS_EXPORT cudaError_t cudaMallocAsync(void **ptr, size_t size, cudaStream_t stream)
+CUDA_HOOK(cudaMallocAsync, (void **ptr, size_t size, cudaStream_t stream), (ptr, size, stream))
 {
     FORWARD_AND_RECORD(cudaMallocAsync, (ptr, size, stream),
                        record_async_alloc(WS_API_cudaMallocAsync, rc, ptr, size, stream, ws_pool_current()));
 }
 
-WS_EXPORT cudaError_t cudaMallocAsync_ptsz(void **ptr, size_t size, cudaStream_t stream)
+CUDA_HOOK(cudaMallocAsync_ptsz, (void **ptr, size_t size, cudaStream_t stream), (ptr, size, stream))
 {
     FORWARD_AND_RECORD(cudaMallocAsync_ptsz, (ptr, size, stream),
                        record_async_alloc(WS_API_cudaMallocAsync_ptsz, rc, ptr, size, stream, ws_pool_current()));
 }
 
-WS_EXPORT cudaError_t cudaMallocFromPoolAsync(void **ptr, size_t size, cudaMemPool_t pool, cudaStream_t stream)
+CUDA_HOOK(cudaMallocFromPoolAsync, (void **ptr, size_t size, cudaMemPool_t pool, cudaStream_t stream), (ptr, size, pool, stream))
 {
     FORWARD_AND_RECORD(
         cudaMallocFromPoolAsync, (ptr, size, pool, stream),
         record_async_alloc(WS_API_cudaMallocFromPoolAsync, rc, ptr, size, stream, (uint64_t)(uintptr_t)pool));
 }
 
-WS_EXPORT cudaError_t cudaMallocFromPoolAsync_ptsz(void **ptr, size_t size, cudaMemPool_t pool, cudaStream_t stream)
+CUDA_HOOK(cudaMallocFromPoolAsync_ptsz, (void **ptr, size_t size, cudaMemPool_t pool, cudaStream_t stream), (ptr, size, pool, stream))
 {
     FORWARD_AND_RECORD(
         cudaMallocFromPoolAsync_ptsz, (ptr, size, pool, stream),
         record_async_alloc(WS_API_cudaMallocFromPoolAsync_ptsz, rc, ptr, size, stream, (uint64_t)(uintptr_t)pool));
 }
 
-WS_EXPORT cudaError_t cudaMallocManaged(void **ptr, size_t size, unsigned int flags)
+CUDA_HOOK(cudaMallocManaged, (void **ptr, size_t size, unsigned int flags), (ptr, size, flags))
 {
     FORWARD_AND_RECORD(
         cudaMallocManaged, (ptr, size, flags),
@@ -254,18 +253,18 @@ static void record_pitch(cudaError_t rc, void **ptr, const size_t *pitch, size_t
                  rc == cudaSuccess && pitch ? *pitch : 0);
 }
 
-WS_EXPORT cudaError_t cudaMallocPitch(void **ptr, size_t *pitch, size_t width, size_t height)
+CUDA_HOOK(cudaMallocPitch, (void **ptr, size_t *pitch, size_t width, size_t height), (ptr, pitch, width, height))
 {
     FORWARD_AND_RECORD(cudaMallocPitch, (ptr, pitch, width, height), record_pitch(rc, ptr, pitch, width, height));
 }
 
-WS_EXPORT cudaError_t cudaMallocHost(void **ptr, size_t size)
+CUDA_HOOK(cudaMallocHost, (void **ptr, size_t size), (ptr, size))
 {
     FORWARD_AND_RECORD(cudaMallocHost, (ptr, size),
                        record_alloc(WS_API_cudaMallocHost, rc, ptr ? *ptr : NULL, size, size, 0, WS_MEM_HOST, 0));
 }
 
-WS_EXPORT cudaError_t cudaHostAlloc(void **ptr, size_t size, unsigned int flags)
+CUDA_HOOK(cudaHostAlloc, (void **ptr, size_t size, unsigned int flags), (ptr, size, flags))
 {
     FORWARD_AND_RECORD(cudaHostAlloc, (ptr, size, flags),
                        record_alloc(WS_API_cudaHostAlloc, rc, ptr ? *ptr : NULL, size, size, 0, WS_MEM_HOST, flags));
@@ -274,25 +273,25 @@ WS_EXPORT cudaError_t cudaHostAlloc(void **ptr, size_t size, unsigned int flags)
 /* ---- free -------------------------------------------------------------------------------- */
 
 /* A free of NULL frees nothing (programs call cudaFree(NULL) to create the context): not recorded. */
-WS_EXPORT cudaError_t cudaFree(void *ptr)
+CUDA_HOOK(cudaFree, (void *ptr), (ptr))
 {
     FORWARD_AND_RECORD_FREE_IF(cudaFree, (ptr), ptr != NULL,
                                record_free(WS_API_cudaFree, rc, ptr, 0, WS_MEM_DEVICE, before));
 }
 
-WS_EXPORT cudaError_t cudaFreeAsync(void *ptr, cudaStream_t stream)
+CUDA_HOOK(cudaFreeAsync, (void *ptr, cudaStream_t stream), (ptr, stream))
 {
     FORWARD_AND_RECORD_FREE_IF(cudaFreeAsync, (ptr, stream), ptr != NULL,
                                record_free(WS_API_cudaFreeAsync, rc, ptr, stream, WS_MEM_DEVICE, before));
 }
 
-WS_EXPORT cudaError_t cudaFreeAsync_ptsz(void *ptr, cudaStream_t stream)
+CUDA_HOOK(cudaFreeAsync_ptsz, (void *ptr, cudaStream_t stream), (ptr, stream))
 {
     FORWARD_AND_RECORD_FREE_IF(cudaFreeAsync_ptsz, (ptr, stream), ptr != NULL,
                                record_free(WS_API_cudaFreeAsync_ptsz, rc, ptr, stream, WS_MEM_DEVICE, before));
 }
 
-WS_EXPORT cudaError_t cudaFreeHost(void *ptr)
+CUDA_HOOK(cudaFreeHost, (void *ptr), (ptr))
 {
     FORWARD_AND_RECORD_FREE_IF(cudaFreeHost, (ptr), ptr != NULL,
                                record_free(WS_API_cudaFreeHost, rc, ptr, 0, WS_MEM_HOST, before));
@@ -317,29 +316,25 @@ WS_EXPORT cudaError_t cudaSetDevice(int device)
 
 /* ---- launches ---------------------------------------------------------------------------- */
 
-WS_EXPORT cudaError_t cudaLaunchKernel(const void *func, dim3 grid, dim3 block, void **args, size_t smem,
-                                       cudaStream_t stream)
+CUDA_HOOK(cudaLaunchKernel, (const void *func, dim3 grid, dim3 block, void **args, size_t smem, cudaStream_t stream), (func, grid, block, args, smem, stream))
 {
     FORWARD_AND_RECORD(cudaLaunchKernel, (func, grid, block, args, smem, stream),
                        record_launch(WS_API_cudaLaunchKernel, rc, func, grid, block, smem, stream));
 }
 
-WS_EXPORT cudaError_t cudaLaunchKernel_ptsz(const void *func, dim3 grid, dim3 block, void **args, size_t smem,
-                                            cudaStream_t stream)
+CUDA_HOOK(cudaLaunchKernel_ptsz, (const void *func, dim3 grid, dim3 block, void **args, size_t smem, cudaStream_t stream), (func, grid, block, args, smem, stream))
 {
     FORWARD_AND_RECORD(cudaLaunchKernel_ptsz, (func, grid, block, args, smem, stream),
                        record_launch(WS_API_cudaLaunchKernel_ptsz, rc, func, grid, block, smem, stream));
 }
 
-WS_EXPORT cudaError_t cudaLaunchCooperativeKernel(const void *func, dim3 grid, dim3 block, void **args, size_t smem,
-                                                  cudaStream_t stream)
+CUDA_HOOK(cudaLaunchCooperativeKernel, (const void *func, dim3 grid, dim3 block, void **args, size_t smem, cudaStream_t stream), (func, grid, block, args, smem, stream))
 {
     FORWARD_AND_RECORD(cudaLaunchCooperativeKernel, (func, grid, block, args, smem, stream),
                        record_launch(WS_API_cudaLaunchCooperativeKernel, rc, func, grid, block, smem, stream));
 }
 
-WS_EXPORT cudaError_t cudaLaunchCooperativeKernel_ptsz(const void *func, dim3 grid, dim3 block, void **args,
-                                                       size_t smem, cudaStream_t stream)
+CUDA_HOOK(cudaLaunchCooperativeKernel_ptsz, (const void *func, dim3 grid, dim3 block, void **args, size_t smem, cudaStream_t stream), (func, grid, block, args, smem, stream))
 {
     FORWARD_AND_RECORD(cudaLaunchCooperativeKernel_ptsz, (func, grid, block, args, smem, stream),
                        record_launch(WS_API_cudaLaunchCooperativeKernel_ptsz, rc, func, grid, block, smem, stream));
@@ -353,27 +348,25 @@ static void record_launch_config(uint8_t api, cudaError_t rc, const cudaLaunchCo
         record_launch(api, rc, func, (dim3){0, 0, 0}, (dim3){0, 0, 0}, 0, 0);
 }
 
-WS_EXPORT cudaError_t cudaLaunchKernelExC(const cudaLaunchConfig_t *config, const void *func, void **args)
+CUDA_HOOK(cudaLaunchKernelExC, (const cudaLaunchConfig_t *config, const void *func, void **args), (config, func, args))
 {
     FORWARD_AND_RECORD(cudaLaunchKernelExC, (config, func, args),
                        record_launch_config(WS_API_cudaLaunchKernelExC, rc, config, func));
 }
 
-WS_EXPORT cudaError_t cudaLaunchKernelExC_ptsz(const cudaLaunchConfig_t *config, const void *func, void **args)
+CUDA_HOOK(cudaLaunchKernelExC_ptsz, (const cudaLaunchConfig_t *config, const void *func, void **args), (config, func, args))
 {
     FORWARD_AND_RECORD(cudaLaunchKernelExC_ptsz, (config, func, args),
                        record_launch_config(WS_API_cudaLaunchKernelExC_ptsz, rc, config, func));
 }
 
-WS_EXPORT cudaError_t __cudaLaunchKernel(cudaKernel_t kernel, dim3 grid, dim3 block, void **args, size_t smem,
-                                         cudaStream_t stream)
+CUDA_HOOK(__cudaLaunchKernel, (cudaKernel_t kernel, dim3 grid, dim3 block, void **args, size_t smem, cudaStream_t stream), (kernel, grid, block, args, smem, stream))
 {
     FORWARD_AND_RECORD(__cudaLaunchKernel, (kernel, grid, block, args, smem, stream),
                        record_launch(WS_API___cudaLaunchKernel, rc, kernel, grid, block, smem, stream));
 }
 
-WS_EXPORT cudaError_t __cudaLaunchKernel_ptsz(cudaKernel_t kernel, dim3 grid, dim3 block, void **args, size_t smem,
-                                              cudaStream_t stream)
+CUDA_HOOK(__cudaLaunchKernel_ptsz, (cudaKernel_t kernel, dim3 grid, dim3 block, void **args, size_t smem, cudaStream_t stream), (kernel, grid, block, args, smem, stream))
 {
     FORWARD_AND_RECORD(__cudaLaunchKernel_ptsz, (kernel, grid, block, args, smem, stream),
                        record_launch(WS_API___cudaLaunchKernel_ptsz, rc, kernel, grid, block, smem, stream));

@@ -59,15 +59,12 @@ cudaError_t cudaGetDriverEntryPoint_ptsz(const char *symbol, void **funcPtr, uns
 /* What a hook answers when the real function cannot be found. */
 #define DRV_MISSING CUDA_ERROR_NOT_FOUND
 
-/* The body of a driver hook: as WS_FORWARD (graph_hooks.h), with the driver's result type: the
- * forwarding test comes first, so that an untraced call costs two loads and a jump. */
+/* The body of a driver hook's traced half (WS_HOOK, graph_hooks.h): as WS_FORWARD, with the
+ * driver's result type. */
 #define DRV_FORWARD(name, args, RECORD)                                                                                \
     do {                                                                                                               \
-        static __typeof__(&name) real_fn_;                                                                             \
-        __typeof__(&name) fn = __atomic_load_n(&real_fn_, __ATOMIC_ACQUIRE);                                           \
-        if (__builtin_expect(fn != NULL, 1) && ws_forward_only())                                                      \
-            return fn args;                                                                                            \
-        if (!fn && !(fn = WS_REAL_FN_AT_(name, real_fn_)))                                                             \
+        __typeof__(&name) fn = WS_REAL_FN_AT_(name, name##_real_);                                                     \
+        if (!fn)                                                                                                       \
             return DRV_MISSING;                                                                                        \
         if (!ws_hook_enter())                                                                                          \
             return fn args;                                                                                            \
@@ -83,11 +80,8 @@ cudaError_t cudaGetDriverEntryPoint_ptsz(const char *symbol, void **funcPtr, uns
  * the time as `before`. */
 #define DRV_FORWARD_FREE(name, args, handle, RECORD)                                                                   \
     do {                                                                                                               \
-        static __typeof__(&name) real_fn_;                                                                             \
-        __typeof__(&name) fn = __atomic_load_n(&real_fn_, __ATOMIC_ACQUIRE);                                           \
-        if (__builtin_expect(fn != NULL, 1) && ws_forward_only())                                                      \
-            return fn args;                                                                                            \
-        if (!fn && !(fn = WS_REAL_FN_AT_(name, real_fn_)))                                                             \
+        __typeof__(&name) fn = WS_REAL_FN_AT_(name, name##_real_);                                                     \
+        if (!fn)                                                                                                       \
             return DRV_MISSING;                                                                                        \
         if (!(handle) || !ws_hook_enter())                                                                             \
             return fn args;                                                                                            \
@@ -231,7 +225,7 @@ static void record_host_alloc(uint8_t api, CUresult rc, void *const *pp, size_t 
 
 /* ---- allocation and free ---- */
 
-WS_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
+WS_HOOK(CUresult, cuMemAlloc_v2, (CUdeviceptr *dptr, size_t bytesize), (dptr, bytesize))
 {
     DRV_FORWARD(cuMemAlloc_v2, (dptr, bytesize),
                 record_simple_alloc(WS_API_cuMemAlloc_v2, rc, dptr, bytesize, WS_MEM_DEVICE, 0));
@@ -248,37 +242,36 @@ static void record_pitch(CUresult rc, const CUdeviceptr *dptr, const size_t *pit
                  WS_MEM_DEVICE, rc == CUDA_SUCCESS && pitch ? *pitch : 0);
 }
 
-WS_EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPitch, size_t WidthInBytes, size_t Height,
-                                      unsigned int ElementSizeBytes)
+WS_HOOK(CUresult, cuMemAllocPitch_v2, (CUdeviceptr *dptr, size_t *pPitch, size_t WidthInBytes, size_t Height, unsigned int ElementSizeBytes), (dptr, pPitch, WidthInBytes, Height, ElementSizeBytes))
 {
     DRV_FORWARD(cuMemAllocPitch_v2, (dptr, pPitch, WidthInBytes, Height, ElementSizeBytes),
                 record_pitch(rc, dptr, pPitch, WidthInBytes, Height));
 }
 
-WS_EXPORT CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigned int flags)
+WS_HOOK(CUresult, cuMemAllocManaged, (CUdeviceptr *dptr, size_t bytesize, unsigned int flags), (dptr, bytesize, flags))
 {
     DRV_FORWARD(cuMemAllocManaged, (dptr, bytesize, flags),
                 record_simple_alloc(WS_API_cuMemAllocManaged, rc, dptr, bytesize, WS_MEM_MANAGED, flags));
 }
 
-WS_EXPORT CUresult cuMemAllocHost_v2(void **pp, size_t bytesize)
+WS_HOOK(CUresult, cuMemAllocHost_v2, (void **pp, size_t bytesize), (pp, bytesize))
 {
     DRV_FORWARD(cuMemAllocHost_v2, (pp, bytesize), record_host_alloc(WS_API_cuMemAllocHost_v2, rc, pp, bytesize, 0));
 }
 
-WS_EXPORT CUresult cuMemHostAlloc(void **pp, size_t bytesize, unsigned int Flags)
+WS_HOOK(CUresult, cuMemHostAlloc, (void **pp, size_t bytesize, unsigned int Flags), (pp, bytesize, Flags))
 {
     DRV_FORWARD(cuMemHostAlloc, (pp, bytesize, Flags),
                 record_host_alloc(WS_API_cuMemHostAlloc, rc, pp, bytesize, Flags));
 }
 
-WS_EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr)
+WS_HOOK(CUresult, cuMemFree_v2, (CUdeviceptr dptr), (dptr))
 {
     DRV_FORWARD_FREE(cuMemFree_v2, (dptr), dptr,
                      record_free(WS_API_cuMemFree_v2, rc, dptr, NULL, WS_MEM_DEVICE, before));
 }
 
-WS_EXPORT CUresult cuMemFreeHost(void *p)
+WS_HOOK(CUresult, cuMemFreeHost, (void *p), (p))
 {
     DRV_FORWARD_FREE(cuMemFreeHost, (p), p, record_free(WS_API_cuMemFreeHost, rc, u64(p), NULL, WS_MEM_HOST, before));
 }
@@ -306,25 +299,25 @@ static void record_async_alloc(uint8_t api, CUresult rc, const CUdeviceptr *dptr
         ws_pool_sample(api, p);
 }
 
-WS_EXPORT CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize, CUstream hStream)
+WS_HOOK(CUresult, cuMemAllocAsync, (CUdeviceptr *dptr, size_t bytesize, CUstream hStream), (dptr, bytesize, hStream))
 {
     DRV_FORWARD(cuMemAllocAsync, (dptr, bytesize, hStream),
                 record_async_alloc(WS_API_cuMemAllocAsync, rc, dptr, bytesize, hStream, NULL));
 }
 
-WS_EXPORT CUresult cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUstream hStream)
+WS_HOOK(CUresult, cuMemAllocAsync_ptsz, (CUdeviceptr *dptr, size_t bytesize, CUstream hStream), (dptr, bytesize, hStream))
 {
     DRV_FORWARD(cuMemAllocAsync_ptsz, (dptr, bytesize, hStream),
                 record_async_alloc(WS_API_cuMemAllocAsync_ptsz, rc, dptr, bytesize, hStream, NULL));
 }
 
-WS_EXPORT CUresult cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool, CUstream hStream)
+WS_HOOK(CUresult, cuMemAllocFromPoolAsync, (CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool, CUstream hStream), (dptr, bytesize, pool, hStream))
 {
     DRV_FORWARD(cuMemAllocFromPoolAsync, (dptr, bytesize, pool, hStream),
                 record_async_alloc(WS_API_cuMemAllocFromPoolAsync, rc, dptr, bytesize, hStream, pool));
 }
 
-WS_EXPORT CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool, CUstream hStream)
+WS_HOOK(CUresult, cuMemAllocFromPoolAsync_ptsz, (CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool, CUstream hStream), (dptr, bytesize, pool, hStream))
 {
     DRV_FORWARD(cuMemAllocFromPoolAsync_ptsz, (dptr, bytesize, pool, hStream),
                 record_async_alloc(WS_API_cuMemAllocFromPoolAsync_ptsz, rc, dptr, bytesize, hStream, pool));
@@ -337,13 +330,13 @@ static void record_async_free(uint8_t api, CUresult rc, CUdeviceptr dptr, CUstre
     record_free(api, rc, dptr, stream, WS_MEM_DEVICE, before);
 }
 
-WS_EXPORT CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream)
+WS_HOOK(CUresult, cuMemFreeAsync, (CUdeviceptr dptr, CUstream hStream), (dptr, hStream))
 {
     DRV_FORWARD_FREE(cuMemFreeAsync, (dptr, hStream), dptr,
                      record_async_free(WS_API_cuMemFreeAsync, rc, dptr, hStream, before));
 }
 
-WS_EXPORT CUresult cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream hStream)
+WS_HOOK(CUresult, cuMemFreeAsync_ptsz, (CUdeviceptr dptr, CUstream hStream), (dptr, hStream))
 {
     DRV_FORWARD_FREE(cuMemFreeAsync_ptsz, (dptr, hStream), dptr,
                      record_async_free(WS_API_cuMemFreeAsync_ptsz, rc, dptr, hStream, before));
@@ -353,25 +346,25 @@ WS_EXPORT CUresult cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream hStream)
 
 static uint64_t pool_of(const CUmemoryPool *pool) { return pool ? u64(*pool) : 0; }
 
-WS_EXPORT CUresult cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *poolProps)
+WS_HOOK(CUresult, cuMemPoolCreate, (CUmemoryPool *pool, const CUmemPoolProps *poolProps), (pool, poolProps))
 {
     DRV_FORWARD(cuMemPoolCreate, (pool, poolProps),
                 ws_pool_create_record(WS_API_cuMemPoolCreate, rc, rc == CUDA_SUCCESS ? pool_of(pool) : 0,
                                       poolProps ? poolProps->location.id : 0, poolProps ? poolProps->maxSize : 0));
 }
 
-WS_EXPORT CUresult cuMemPoolDestroy(CUmemoryPool pool)
+WS_HOOK(CUresult, cuMemPoolDestroy, (CUmemoryPool pool), (pool))
 {
     DRV_FORWARD(cuMemPoolDestroy, (pool), ws_pool_destroy_record(WS_API_cuMemPoolDestroy, rc, u64(pool)));
 }
 
-WS_EXPORT CUresult cuMemPoolTrimTo(CUmemoryPool pool, size_t minBytesToKeep)
+WS_HOOK(CUresult, cuMemPoolTrimTo, (CUmemoryPool pool, size_t minBytesToKeep), (pool, minBytesToKeep))
 {
     DRV_FORWARD(cuMemPoolTrimTo, (pool, minBytesToKeep),
                 ws_pool_change_record(WS_API_cuMemPoolTrimTo, rc, u64(pool), minBytesToKeep, 0));
 }
 
-WS_EXPORT CUresult cuMemPoolSetAttribute(CUmemoryPool pool, CUmemPool_attribute attr, void *value)
+WS_HOOK(CUresult, cuMemPoolSetAttribute, (CUmemoryPool pool, CUmemPool_attribute attr, void *value), (pool, attr, value))
 {
     DRV_FORWARD(cuMemPoolSetAttribute, (pool, attr, value),
                 ws_pool_change_record(WS_API_cuMemPoolSetAttribute, rc, u64(pool), (uint64_t)attr,
@@ -380,7 +373,7 @@ WS_EXPORT CUresult cuMemPoolSetAttribute(CUmemoryPool pool, CUmemPool_attribute 
 
 /* A device's current pool: what its later cuMemAllocAsync calls draw from (asked of the driver at
  * each, so nothing is kept here). */
-WS_EXPORT CUresult cuDeviceSetMemPool(CUdevice dev, CUmemoryPool pool)
+WS_HOOK(CUresult, cuDeviceSetMemPool, (CUdevice dev, CUmemoryPool pool), (dev, pool))
 {
     DRV_FORWARD(cuDeviceSetMemPool, (dev, pool),
                 ws_pool_change_record(WS_API_cuDeviceSetMemPool, rc, u64(pool), (uint64_t)(uint32_t)dev, 0));
@@ -388,21 +381,21 @@ WS_EXPORT CUresult cuDeviceSetMemPool(CUdevice dev, CUmemoryPool pool)
 
 /* ---- host registration ---- */
 
-WS_EXPORT CUresult cuMemHostRegister(void *p, size_t bytesize, unsigned int Flags)
+WS_HOOK(CUresult, cuMemHostRegister, (void *p, size_t bytesize, unsigned int Flags), (p, bytesize, Flags))
 {
     DRV_FORWARD(cuMemHostRegister, (p, bytesize, Flags),
                 record_alloc(WS_API_cuMemHostRegister, rc, u64(p), bytesize, bytesize, NULL, ws_driver_device(),
                              WS_MEM_HOST, Flags));
 }
 
-WS_EXPORT CUresult cuMemHostRegister_v2(void *p, size_t bytesize, unsigned int Flags)
+WS_HOOK(CUresult, cuMemHostRegister_v2, (void *p, size_t bytesize, unsigned int Flags), (p, bytesize, Flags))
 {
     DRV_FORWARD(cuMemHostRegister_v2, (p, bytesize, Flags),
                 record_alloc(WS_API_cuMemHostRegister_v2, rc, u64(p), bytesize, bytesize, NULL, ws_driver_device(),
                              WS_MEM_HOST, Flags));
 }
 
-WS_EXPORT CUresult cuMemHostUnregister(void *p)
+WS_HOOK(CUresult, cuMemHostUnregister, (void *p), (p))
 {
     DRV_FORWARD_FREE(cuMemHostUnregister, (p), p,
                      record_free(WS_API_cuMemHostUnregister, rc, u64(p), NULL, WS_MEM_HOST, before));
@@ -457,7 +450,7 @@ static void record_array(uint8_t api, CUresult rc, const void *handle, uint64_t 
                              channels > 3 ? (int)bits : 0, kind));
 }
 
-WS_EXPORT CUresult cuArrayCreate_v2(CUarray *pHandle, const CUDA_ARRAY_DESCRIPTOR *d)
+WS_HOOK(CUresult, cuArrayCreate_v2, (CUarray *pHandle, const CUDA_ARRAY_DESCRIPTOR *d), (pHandle, d))
 {
     DRV_FORWARD(cuArrayCreate_v2, (pHandle, d),
                 record_array(WS_API_cuArrayCreate_v2, rc, pHandle && rc == CUDA_SUCCESS ? *pHandle : NULL,
@@ -465,7 +458,7 @@ WS_EXPORT CUresult cuArrayCreate_v2(CUarray *pHandle, const CUDA_ARRAY_DESCRIPTO
                              d ? d->Format : (CUarray_format)0, 0, 0));
 }
 
-WS_EXPORT CUresult cuArray3DCreate_v2(CUarray *pHandle, const CUDA_ARRAY3D_DESCRIPTOR *d)
+WS_HOOK(CUresult, cuArray3DCreate_v2, (CUarray *pHandle, const CUDA_ARRAY3D_DESCRIPTOR *d), (pHandle, d))
 {
     DRV_FORWARD(cuArray3DCreate_v2, (pHandle, d),
                 record_array(WS_API_cuArray3DCreate_v2, rc, pHandle && rc == CUDA_SUCCESS ? *pHandle : NULL,
@@ -473,8 +466,7 @@ WS_EXPORT CUresult cuArray3DCreate_v2(CUarray *pHandle, const CUDA_ARRAY3D_DESCR
                              d ? d->Format : (CUarray_format)0, d ? d->Flags : 0, 0));
 }
 
-WS_EXPORT CUresult cuMipmappedArrayCreate(CUmipmappedArray *pHandle, const CUDA_ARRAY3D_DESCRIPTOR *d,
-                                          unsigned int numMipmapLevels)
+WS_HOOK(CUresult, cuMipmappedArrayCreate, (CUmipmappedArray *pHandle, const CUDA_ARRAY3D_DESCRIPTOR *d, unsigned int numMipmapLevels), (pHandle, d, numMipmapLevels))
 {
     DRV_FORWARD(cuMipmappedArrayCreate, (pHandle, d, numMipmapLevels),
                 record_array(WS_API_cuMipmappedArrayCreate, rc, pHandle && rc == CUDA_SUCCESS ? *pHandle : NULL,
@@ -483,13 +475,13 @@ WS_EXPORT CUresult cuMipmappedArrayCreate(CUmipmappedArray *pHandle, const CUDA_
                              numMipmapLevels ? numMipmapLevels : 1));
 }
 
-WS_EXPORT CUresult cuArrayDestroy(CUarray hArray)
+WS_HOOK(CUresult, cuArrayDestroy, (CUarray hArray), (hArray))
 {
     DRV_FORWARD_FREE(cuArrayDestroy, (hArray), hArray,
                      record_free(WS_API_cuArrayDestroy, rc, u64(hArray), NULL, WS_MEM_DEVICE, before));
 }
 
-WS_EXPORT CUresult cuMipmappedArrayDestroy(CUmipmappedArray hMipmappedArray)
+WS_HOOK(CUresult, cuMipmappedArrayDestroy, (CUmipmappedArray hMipmappedArray), (hMipmappedArray))
 {
     DRV_FORWARD_FREE(
         cuMipmappedArrayDestroy, (hMipmappedArray), hMipmappedArray,
@@ -516,19 +508,19 @@ static void record_ipc_open(uint8_t api, CUresult rc, const CUdeviceptr *dptr, u
     record_alloc(api, rc, p, bytes, bytes, NULL, ws_driver_device(), WS_MEM_IPC, flags);
 }
 
-WS_EXPORT CUresult cuIpcOpenMemHandle(CUdeviceptr *pdptr, CUipcMemHandle handle, unsigned int Flags)
+WS_HOOK(CUresult, cuIpcOpenMemHandle, (CUdeviceptr *pdptr, CUipcMemHandle handle, unsigned int Flags), (pdptr, handle, Flags))
 {
     DRV_FORWARD(cuIpcOpenMemHandle, (pdptr, handle, Flags),
                 record_ipc_open(WS_API_cuIpcOpenMemHandle, rc, pdptr, Flags));
 }
 
-WS_EXPORT CUresult cuIpcOpenMemHandle_v2(CUdeviceptr *pdptr, CUipcMemHandle handle, unsigned int Flags)
+WS_HOOK(CUresult, cuIpcOpenMemHandle_v2, (CUdeviceptr *pdptr, CUipcMemHandle handle, unsigned int Flags), (pdptr, handle, Flags))
 {
     DRV_FORWARD(cuIpcOpenMemHandle_v2, (pdptr, handle, Flags),
                 record_ipc_open(WS_API_cuIpcOpenMemHandle_v2, rc, pdptr, Flags));
 }
 
-WS_EXPORT CUresult cuIpcCloseMemHandle(CUdeviceptr dptr)
+WS_HOOK(CUresult, cuIpcCloseMemHandle, (CUdeviceptr dptr), (dptr))
 {
     DRV_FORWARD_FREE(cuIpcCloseMemHandle, (dptr), dptr,
                      record_free(WS_API_cuIpcCloseMemHandle, rc, dptr, NULL, WS_MEM_IPC, before));
@@ -545,13 +537,12 @@ static void record_create(CUresult rc, const CUmemGenericAllocationHandle *handl
                  on_device ? WS_MEM_DEVICE : WS_MEM_HOST, prop ? (uint64_t)prop->requestedHandleTypes : 0);
 }
 
-WS_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size, const CUmemAllocationProp *prop,
-                               unsigned long long flags)
+WS_HOOK(CUresult, cuMemCreate, (CUmemGenericAllocationHandle *handle, size_t size, const CUmemAllocationProp *prop, unsigned long long flags), (handle, size, prop, flags))
 {
     DRV_FORWARD(cuMemCreate, (handle, size, prop, flags), record_create(rc, handle, size, prop));
 }
 
-WS_EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle handle)
+WS_HOOK(CUresult, cuMemRelease, (CUmemGenericAllocationHandle handle), (handle))
 {
     DRV_FORWARD_FREE(cuMemRelease, (handle), handle,
                      record_free(WS_API_cuMemRelease, rc, handle, NULL, WS_MEM_DEVICE, before));
@@ -573,27 +564,25 @@ static void record_vmm(uint8_t api, CUresult rc, uint64_t address, uint64_t byte
     ws_rec_commit(1);
 }
 
-WS_EXPORT CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAllocationHandle handle,
-                            unsigned long long flags)
+WS_HOOK(CUresult, cuMemMap, (CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAllocationHandle handle, unsigned long long flags), (ptr, size, offset, handle, flags))
 {
     DRV_FORWARD(cuMemMap, (ptr, size, offset, handle, flags),
                 record_vmm(WS_API_cuMemMap, rc, ptr, size, offset, handle, 0));
 }
 
-WS_EXPORT CUresult cuMemUnmap(CUdeviceptr ptr, size_t size)
+WS_HOOK(CUresult, cuMemUnmap, (CUdeviceptr ptr, size_t size), (ptr, size))
 {
     DRV_FORWARD_FREE(cuMemUnmap, (ptr, size), ptr, record_vmm(WS_API_cuMemUnmap, rc, ptr, size, 0, 0, before));
 }
 
-WS_EXPORT CUresult cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t alignment, CUdeviceptr addr,
-                                       unsigned long long flags)
+WS_HOOK(CUresult, cuMemAddressReserve, (CUdeviceptr *ptr, size_t size, size_t alignment, CUdeviceptr addr, unsigned long long flags), (ptr, size, alignment, addr, flags))
 {
     DRV_FORWARD(
         cuMemAddressReserve, (ptr, size, alignment, addr, flags),
         record_vmm(WS_API_cuMemAddressReserve, rc, rc == CUDA_SUCCESS && ptr ? *ptr : 0, size, alignment, addr, 0));
 }
 
-WS_EXPORT CUresult cuMemAddressFree(CUdeviceptr ptr, size_t size)
+WS_HOOK(CUresult, cuMemAddressFree, (CUdeviceptr ptr, size_t size), (ptr, size))
 {
     DRV_FORWARD_FREE(cuMemAddressFree, (ptr, size), ptr,
                      record_vmm(WS_API_cuMemAddressFree, rc, ptr, size, 0, 0, before));
@@ -650,9 +639,7 @@ static inline void record_launch(uint8_t api, CUresult rc, CUfunction f, unsigne
              smem, (uint64_t)(uint32_t)ws_driver_device());
 }
 
-WS_EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ,
-                                  unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ,
-                                  unsigned int sharedMemBytes, CUstream hStream, void **kernelParams, void **extra)
+WS_HOOK(CUresult, cuLaunchKernel, (CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream, void **kernelParams, void **extra), (f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes, hStream, kernelParams, extra))
 {
     DRV_FORWARD(cuLaunchKernel,
                 (f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes, hStream,
@@ -661,17 +648,13 @@ WS_EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned 
                               blockDimZ, sharedMemBytes, hStream));
 }
 
-WS_EXPORT CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
-                                       unsigned bz, unsigned smem, CUstream hStream, void **params, void **extra)
+WS_HOOK(CUresult, cuLaunchKernel_ptsz, (CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz, unsigned smem, CUstream hStream, void **params, void **extra), (f, gx, gy, gz, bx, by, bz, smem, hStream, params, extra))
 {
     DRV_FORWARD(cuLaunchKernel_ptsz, (f, gx, gy, gz, bx, by, bz, smem, hStream, params, extra),
                 record_launch(WS_API_cuLaunchKernel_ptsz, rc, f, gx, gy, gz, bx, by, bz, smem, hStream));
 }
 
-WS_EXPORT CUresult cuLaunchCooperativeKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
-                                             unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY,
-                                             unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream,
-                                             void **kernelParams)
+WS_HOOK(CUresult, cuLaunchCooperativeKernel, (CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream, void **kernelParams), (f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes, hStream, kernelParams))
 {
     DRV_FORWARD(
         cuLaunchCooperativeKernel,
@@ -680,9 +663,7 @@ WS_EXPORT CUresult cuLaunchCooperativeKernel(CUfunction f, unsigned int gridDimX
                       blockDimZ, sharedMemBytes, hStream));
 }
 
-WS_EXPORT CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
-                                                  unsigned by, unsigned bz, unsigned smem, CUstream hStream,
-                                                  void **params)
+WS_HOOK(CUresult, cuLaunchCooperativeKernel_ptsz, (CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz, unsigned smem, CUstream hStream, void **params), (f, gx, gy, gz, bx, by, bz, smem, hStream, params))
 {
     DRV_FORWARD(cuLaunchCooperativeKernel_ptsz, (f, gx, gy, gz, bx, by, bz, smem, hStream, params),
                 record_launch(WS_API_cuLaunchCooperativeKernel_ptsz, rc, f, gx, gy, gz, bx, by, bz, smem, hStream));
@@ -697,13 +678,13 @@ static void record_launch_config(uint8_t api, CUresult rc, const CUlaunchConfig 
         record_launch(api, rc, f, 0, 0, 0, 0, 0, 0, 0, NULL);
 }
 
-WS_EXPORT CUresult cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f, void **kernelParams, void **extra)
+WS_HOOK(CUresult, cuLaunchKernelEx, (const CUlaunchConfig *config, CUfunction f, void **kernelParams, void **extra), (config, f, kernelParams, extra))
 {
     DRV_FORWARD(cuLaunchKernelEx, (config, f, kernelParams, extra),
                 record_launch_config(WS_API_cuLaunchKernelEx, rc, config, f));
 }
 
-WS_EXPORT CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig *config, CUfunction f, void **params, void **extra)
+WS_HOOK(CUresult, cuLaunchKernelEx_ptsz, (const CUlaunchConfig *config, CUfunction f, void **params, void **extra), (config, f, params, extra))
 {
     DRV_FORWARD(cuLaunchKernelEx_ptsz, (config, f, params, extra),
                 record_launch_config(WS_API_cuLaunchKernelEx_ptsz, rc, config, f));
