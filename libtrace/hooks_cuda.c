@@ -168,6 +168,19 @@ static inline void record_free(uint8_t api, cudaError_t rc, void *ptr, cudaStrea
     ws_rec_commit(1);
 }
 
+/* ws_pack_dim3(d.x, d.y, d.z) from the dim3's first 8 bytes as they lie (x low, y high on a
+ * little-endian machine): a mask and a shift instead of three loads and three shifts. */
+static inline uint64_t pack_dim3(dim3 d)
+{
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    uint64_t xy;
+    memcpy(&xy, &d, sizeof xy);
+    return (xy & 0xffffffffffffu) | (uint64_t)(d.z & 0xffffu) << 48;
+#else
+    return ws_pack_dim3(d.x, d.y, d.z);
+#endif
+}
+
 static inline void record_launch(uint8_t api, cudaError_t rc, const void *fn, dim3 grid, dim3 block, size_t smem,
                                  cudaStream_t stream)
 {
@@ -183,8 +196,8 @@ static inline void record_launch(uint8_t api, cudaError_t rc, const void *fn, di
     r->status = (int32_t)rc;
     r->ns = ws_now();
     r->u[0] = (uint64_t)(uintptr_t)fn;
-    r->u[1] = ws_pack_dim3(grid.x, grid.y, grid.z);
-    r->u[2] = ws_pack_dim3(block.x, block.y, block.z);
+    r->u[1] = pack_dim3(grid);
+    r->u[2] = pack_dim3(block);
     r->u[3] = (uint64_t)(uintptr_t)stream;
     r->u[4] = smem;
     r->u[5] = (uint64_t)(uint32_t)ws_current_device;
@@ -221,14 +234,16 @@ CUDA_HOOK(cudaMallocAsync_ptsz, (void **ptr, size_t size, cudaStream_t stream), 
                        record_async_alloc(WS_API_cudaMallocAsync_ptsz, rc, ptr, size, stream, ws_pool_current()));
 }
 
-CUDA_HOOK(cudaMallocFromPoolAsync, (void **ptr, size_t size, cudaMemPool_t pool, cudaStream_t stream), (ptr, size, pool, stream))
+CUDA_HOOK(cudaMallocFromPoolAsync, (void **ptr, size_t size, cudaMemPool_t pool, cudaStream_t stream),
+          (ptr, size, pool, stream))
 {
     FORWARD_AND_RECORD(
         cudaMallocFromPoolAsync, (ptr, size, pool, stream),
         record_async_alloc(WS_API_cudaMallocFromPoolAsync, rc, ptr, size, stream, (uint64_t)(uintptr_t)pool));
 }
 
-CUDA_HOOK(cudaMallocFromPoolAsync_ptsz, (void **ptr, size_t size, cudaMemPool_t pool, cudaStream_t stream), (ptr, size, pool, stream))
+CUDA_HOOK(cudaMallocFromPoolAsync_ptsz, (void **ptr, size_t size, cudaMemPool_t pool, cudaStream_t stream),
+          (ptr, size, pool, stream))
 {
     FORWARD_AND_RECORD(
         cudaMallocFromPoolAsync_ptsz, (ptr, size, pool, stream),
@@ -316,25 +331,32 @@ WS_EXPORT cudaError_t cudaSetDevice(int device)
 
 /* ---- launches ---------------------------------------------------------------------------- */
 
-CUDA_HOOK(cudaLaunchKernel, (const void *func, dim3 grid, dim3 block, void **args, size_t smem, cudaStream_t stream), (func, grid, block, args, smem, stream))
+CUDA_HOOK(cudaLaunchKernel, (const void *func, dim3 grid, dim3 block, void **args, size_t smem, cudaStream_t stream),
+          (func, grid, block, args, smem, stream))
 {
     FORWARD_AND_RECORD(cudaLaunchKernel, (func, grid, block, args, smem, stream),
                        record_launch(WS_API_cudaLaunchKernel, rc, func, grid, block, smem, stream));
 }
 
-CUDA_HOOK(cudaLaunchKernel_ptsz, (const void *func, dim3 grid, dim3 block, void **args, size_t smem, cudaStream_t stream), (func, grid, block, args, smem, stream))
+CUDA_HOOK(cudaLaunchKernel_ptsz,
+          (const void *func, dim3 grid, dim3 block, void **args, size_t smem, cudaStream_t stream),
+          (func, grid, block, args, smem, stream))
 {
     FORWARD_AND_RECORD(cudaLaunchKernel_ptsz, (func, grid, block, args, smem, stream),
                        record_launch(WS_API_cudaLaunchKernel_ptsz, rc, func, grid, block, smem, stream));
 }
 
-CUDA_HOOK(cudaLaunchCooperativeKernel, (const void *func, dim3 grid, dim3 block, void **args, size_t smem, cudaStream_t stream), (func, grid, block, args, smem, stream))
+CUDA_HOOK(cudaLaunchCooperativeKernel,
+          (const void *func, dim3 grid, dim3 block, void **args, size_t smem, cudaStream_t stream),
+          (func, grid, block, args, smem, stream))
 {
     FORWARD_AND_RECORD(cudaLaunchCooperativeKernel, (func, grid, block, args, smem, stream),
                        record_launch(WS_API_cudaLaunchCooperativeKernel, rc, func, grid, block, smem, stream));
 }
 
-CUDA_HOOK(cudaLaunchCooperativeKernel_ptsz, (const void *func, dim3 grid, dim3 block, void **args, size_t smem, cudaStream_t stream), (func, grid, block, args, smem, stream))
+CUDA_HOOK(cudaLaunchCooperativeKernel_ptsz,
+          (const void *func, dim3 grid, dim3 block, void **args, size_t smem, cudaStream_t stream),
+          (func, grid, block, args, smem, stream))
 {
     FORWARD_AND_RECORD(cudaLaunchCooperativeKernel_ptsz, (func, grid, block, args, smem, stream),
                        record_launch(WS_API_cudaLaunchCooperativeKernel_ptsz, rc, func, grid, block, smem, stream));
@@ -354,19 +376,24 @@ CUDA_HOOK(cudaLaunchKernelExC, (const cudaLaunchConfig_t *config, const void *fu
                        record_launch_config(WS_API_cudaLaunchKernelExC, rc, config, func));
 }
 
-CUDA_HOOK(cudaLaunchKernelExC_ptsz, (const cudaLaunchConfig_t *config, const void *func, void **args), (config, func, args))
+CUDA_HOOK(cudaLaunchKernelExC_ptsz, (const cudaLaunchConfig_t *config, const void *func, void **args),
+          (config, func, args))
 {
     FORWARD_AND_RECORD(cudaLaunchKernelExC_ptsz, (config, func, args),
                        record_launch_config(WS_API_cudaLaunchKernelExC_ptsz, rc, config, func));
 }
 
-CUDA_HOOK(__cudaLaunchKernel, (cudaKernel_t kernel, dim3 grid, dim3 block, void **args, size_t smem, cudaStream_t stream), (kernel, grid, block, args, smem, stream))
+CUDA_HOOK(__cudaLaunchKernel,
+          (cudaKernel_t kernel, dim3 grid, dim3 block, void **args, size_t smem, cudaStream_t stream),
+          (kernel, grid, block, args, smem, stream))
 {
     FORWARD_AND_RECORD(__cudaLaunchKernel, (kernel, grid, block, args, smem, stream),
                        record_launch(WS_API___cudaLaunchKernel, rc, kernel, grid, block, smem, stream));
 }
 
-CUDA_HOOK(__cudaLaunchKernel_ptsz, (cudaKernel_t kernel, dim3 grid, dim3 block, void **args, size_t smem, cudaStream_t stream), (kernel, grid, block, args, smem, stream))
+CUDA_HOOK(__cudaLaunchKernel_ptsz,
+          (cudaKernel_t kernel, dim3 grid, dim3 block, void **args, size_t smem, cudaStream_t stream),
+          (kernel, grid, block, args, smem, stream))
 {
     FORWARD_AND_RECORD(__cudaLaunchKernel_ptsz, (kernel, grid, block, args, smem, stream),
                        record_launch(WS_API___cudaLaunchKernel_ptsz, rc, kernel, grid, block, smem, stream));

@@ -178,8 +178,9 @@ void *ws_driver_pool_attribute_fn(void) { return (void *)WS_REAL_FN(cuMemPoolGet
 /* ---- records ---- */
 
 /* The calling thread's next record with every field written (the hot paths: no clearing first). */
-static inline __attribute__((always_inline)) struct ws_rec *rec_fill(uint8_t type, uint8_t api, CUresult rc, uint64_t ns, uint64_t u0, uint64_t u1,
-                                      uint64_t u2, uint64_t u3, uint64_t u4, uint64_t u5)
+static inline __attribute__((always_inline)) struct ws_rec *rec_fill(uint8_t type, uint8_t api, CUresult rc,
+                                                                     uint64_t ns, uint64_t u0, uint64_t u1, uint64_t u2,
+                                                                     uint64_t u3, uint64_t u4, uint64_t u5)
 {
     struct ws_rec *r = ws_rec_reserve(1);
     if (!r)
@@ -200,20 +201,21 @@ static inline __attribute__((always_inline)) struct ws_rec *rec_fill(uint8_t typ
 }
 
 static inline void record_alloc(uint8_t api, CUresult rc, uint64_t address, uint64_t requested, uint64_t bytes,
-                         const void *stream, int device, uint32_t memory, uint64_t aux)
+                                const void *stream, int device, uint32_t memory, uint64_t aux)
 {
     rec_fill(WS_REC_ALLOC, api, rc, ws_now(), rc == CUDA_SUCCESS ? address : 0, requested,
              rc == CUDA_SUCCESS ? bytes : 0, u64(stream), (uint64_t)(uint32_t)device | (uint64_t)memory << 32, aux);
 }
 
-static inline void record_free(uint8_t api, CUresult rc, uint64_t address, const void *stream, uint32_t memory, uint64_t stamp)
+static inline void record_free(uint8_t api, CUresult rc, uint64_t address, const void *stream, uint32_t memory,
+                               uint64_t stamp)
 {
     rec_fill(WS_REC_FREE, api, rc, stamp, address, 0, 0, u64(stream),
              (uint64_t)(uint32_t)ws_driver_device() | (uint64_t)memory << 32, 0);
 }
 
 static inline void record_simple_alloc(uint8_t api, CUresult rc, const CUdeviceptr *dptr, size_t size, uint32_t memory,
-                                uint64_t aux)
+                                       uint64_t aux)
 {
     record_alloc(api, rc, dptr ? *dptr : 0, size, size, NULL, ws_driver_device(), memory, aux);
 }
@@ -225,7 +227,7 @@ static void record_host_alloc(uint8_t api, CUresult rc, void *const *pp, size_t 
 
 /* ---- allocation and free ---- */
 
-WS_HOOK(CUresult, cuMemAlloc_v2, (CUdeviceptr *dptr, size_t bytesize), (dptr, bytesize))
+WS_HOOK(CUresult, cuMemAlloc_v2, (CUdeviceptr * dptr, size_t bytesize), (dptr, bytesize))
 {
     DRV_FORWARD(cuMemAlloc_v2, (dptr, bytesize),
                 record_simple_alloc(WS_API_cuMemAlloc_v2, rc, dptr, bytesize, WS_MEM_DEVICE, 0));
@@ -242,13 +244,15 @@ static void record_pitch(CUresult rc, const CUdeviceptr *dptr, const size_t *pit
                  WS_MEM_DEVICE, rc == CUDA_SUCCESS && pitch ? *pitch : 0);
 }
 
-WS_HOOK(CUresult, cuMemAllocPitch_v2, (CUdeviceptr *dptr, size_t *pPitch, size_t WidthInBytes, size_t Height, unsigned int ElementSizeBytes), (dptr, pPitch, WidthInBytes, Height, ElementSizeBytes))
+WS_HOOK(CUresult, cuMemAllocPitch_v2,
+        (CUdeviceptr * dptr, size_t *pPitch, size_t WidthInBytes, size_t Height, unsigned int ElementSizeBytes),
+        (dptr, pPitch, WidthInBytes, Height, ElementSizeBytes))
 {
     DRV_FORWARD(cuMemAllocPitch_v2, (dptr, pPitch, WidthInBytes, Height, ElementSizeBytes),
                 record_pitch(rc, dptr, pPitch, WidthInBytes, Height));
 }
 
-WS_HOOK(CUresult, cuMemAllocManaged, (CUdeviceptr *dptr, size_t bytesize, unsigned int flags), (dptr, bytesize, flags))
+WS_HOOK(CUresult, cuMemAllocManaged, (CUdeviceptr * dptr, size_t bytesize, unsigned int flags), (dptr, bytesize, flags))
 {
     DRV_FORWARD(cuMemAllocManaged, (dptr, bytesize, flags),
                 record_simple_alloc(WS_API_cuMemAllocManaged, rc, dptr, bytesize, WS_MEM_MANAGED, flags));
@@ -299,25 +303,28 @@ static void record_async_alloc(uint8_t api, CUresult rc, const CUdeviceptr *dptr
         ws_pool_sample(api, p);
 }
 
-WS_HOOK(CUresult, cuMemAllocAsync, (CUdeviceptr *dptr, size_t bytesize, CUstream hStream), (dptr, bytesize, hStream))
+WS_HOOK(CUresult, cuMemAllocAsync, (CUdeviceptr * dptr, size_t bytesize, CUstream hStream), (dptr, bytesize, hStream))
 {
     DRV_FORWARD(cuMemAllocAsync, (dptr, bytesize, hStream),
                 record_async_alloc(WS_API_cuMemAllocAsync, rc, dptr, bytesize, hStream, NULL));
 }
 
-WS_HOOK(CUresult, cuMemAllocAsync_ptsz, (CUdeviceptr *dptr, size_t bytesize, CUstream hStream), (dptr, bytesize, hStream))
+WS_HOOK(CUresult, cuMemAllocAsync_ptsz, (CUdeviceptr * dptr, size_t bytesize, CUstream hStream),
+        (dptr, bytesize, hStream))
 {
     DRV_FORWARD(cuMemAllocAsync_ptsz, (dptr, bytesize, hStream),
                 record_async_alloc(WS_API_cuMemAllocAsync_ptsz, rc, dptr, bytesize, hStream, NULL));
 }
 
-WS_HOOK(CUresult, cuMemAllocFromPoolAsync, (CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool, CUstream hStream), (dptr, bytesize, pool, hStream))
+WS_HOOK(CUresult, cuMemAllocFromPoolAsync, (CUdeviceptr * dptr, size_t bytesize, CUmemoryPool pool, CUstream hStream),
+        (dptr, bytesize, pool, hStream))
 {
     DRV_FORWARD(cuMemAllocFromPoolAsync, (dptr, bytesize, pool, hStream),
                 record_async_alloc(WS_API_cuMemAllocFromPoolAsync, rc, dptr, bytesize, hStream, pool));
 }
 
-WS_HOOK(CUresult, cuMemAllocFromPoolAsync_ptsz, (CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool, CUstream hStream), (dptr, bytesize, pool, hStream))
+WS_HOOK(CUresult, cuMemAllocFromPoolAsync_ptsz,
+        (CUdeviceptr * dptr, size_t bytesize, CUmemoryPool pool, CUstream hStream), (dptr, bytesize, pool, hStream))
 {
     DRV_FORWARD(cuMemAllocFromPoolAsync_ptsz, (dptr, bytesize, pool, hStream),
                 record_async_alloc(WS_API_cuMemAllocFromPoolAsync_ptsz, rc, dptr, bytesize, hStream, pool));
@@ -346,7 +353,7 @@ WS_HOOK(CUresult, cuMemFreeAsync_ptsz, (CUdeviceptr dptr, CUstream hStream), (dp
 
 static uint64_t pool_of(const CUmemoryPool *pool) { return pool ? u64(*pool) : 0; }
 
-WS_HOOK(CUresult, cuMemPoolCreate, (CUmemoryPool *pool, const CUmemPoolProps *poolProps), (pool, poolProps))
+WS_HOOK(CUresult, cuMemPoolCreate, (CUmemoryPool * pool, const CUmemPoolProps *poolProps), (pool, poolProps))
 {
     DRV_FORWARD(cuMemPoolCreate, (pool, poolProps),
                 ws_pool_create_record(WS_API_cuMemPoolCreate, rc, rc == CUDA_SUCCESS ? pool_of(pool) : 0,
@@ -364,7 +371,8 @@ WS_HOOK(CUresult, cuMemPoolTrimTo, (CUmemoryPool pool, size_t minBytesToKeep), (
                 ws_pool_change_record(WS_API_cuMemPoolTrimTo, rc, u64(pool), minBytesToKeep, 0));
 }
 
-WS_HOOK(CUresult, cuMemPoolSetAttribute, (CUmemoryPool pool, CUmemPool_attribute attr, void *value), (pool, attr, value))
+WS_HOOK(CUresult, cuMemPoolSetAttribute, (CUmemoryPool pool, CUmemPool_attribute attr, void *value),
+        (pool, attr, value))
 {
     DRV_FORWARD(cuMemPoolSetAttribute, (pool, attr, value),
                 ws_pool_change_record(WS_API_cuMemPoolSetAttribute, rc, u64(pool), (uint64_t)attr,
@@ -450,7 +458,7 @@ static void record_array(uint8_t api, CUresult rc, const void *handle, uint64_t 
                              channels > 3 ? (int)bits : 0, kind));
 }
 
-WS_HOOK(CUresult, cuArrayCreate_v2, (CUarray *pHandle, const CUDA_ARRAY_DESCRIPTOR *d), (pHandle, d))
+WS_HOOK(CUresult, cuArrayCreate_v2, (CUarray * pHandle, const CUDA_ARRAY_DESCRIPTOR *d), (pHandle, d))
 {
     DRV_FORWARD(cuArrayCreate_v2, (pHandle, d),
                 record_array(WS_API_cuArrayCreate_v2, rc, pHandle && rc == CUDA_SUCCESS ? *pHandle : NULL,
@@ -458,7 +466,7 @@ WS_HOOK(CUresult, cuArrayCreate_v2, (CUarray *pHandle, const CUDA_ARRAY_DESCRIPT
                              d ? d->Format : (CUarray_format)0, 0, 0));
 }
 
-WS_HOOK(CUresult, cuArray3DCreate_v2, (CUarray *pHandle, const CUDA_ARRAY3D_DESCRIPTOR *d), (pHandle, d))
+WS_HOOK(CUresult, cuArray3DCreate_v2, (CUarray * pHandle, const CUDA_ARRAY3D_DESCRIPTOR *d), (pHandle, d))
 {
     DRV_FORWARD(cuArray3DCreate_v2, (pHandle, d),
                 record_array(WS_API_cuArray3DCreate_v2, rc, pHandle && rc == CUDA_SUCCESS ? *pHandle : NULL,
@@ -466,7 +474,9 @@ WS_HOOK(CUresult, cuArray3DCreate_v2, (CUarray *pHandle, const CUDA_ARRAY3D_DESC
                              d ? d->Format : (CUarray_format)0, d ? d->Flags : 0, 0));
 }
 
-WS_HOOK(CUresult, cuMipmappedArrayCreate, (CUmipmappedArray *pHandle, const CUDA_ARRAY3D_DESCRIPTOR *d, unsigned int numMipmapLevels), (pHandle, d, numMipmapLevels))
+WS_HOOK(CUresult, cuMipmappedArrayCreate,
+        (CUmipmappedArray * pHandle, const CUDA_ARRAY3D_DESCRIPTOR *d, unsigned int numMipmapLevels),
+        (pHandle, d, numMipmapLevels))
 {
     DRV_FORWARD(cuMipmappedArrayCreate, (pHandle, d, numMipmapLevels),
                 record_array(WS_API_cuMipmappedArrayCreate, rc, pHandle && rc == CUDA_SUCCESS ? *pHandle : NULL,
@@ -508,13 +518,15 @@ static void record_ipc_open(uint8_t api, CUresult rc, const CUdeviceptr *dptr, u
     record_alloc(api, rc, p, bytes, bytes, NULL, ws_driver_device(), WS_MEM_IPC, flags);
 }
 
-WS_HOOK(CUresult, cuIpcOpenMemHandle, (CUdeviceptr *pdptr, CUipcMemHandle handle, unsigned int Flags), (pdptr, handle, Flags))
+WS_HOOK(CUresult, cuIpcOpenMemHandle, (CUdeviceptr * pdptr, CUipcMemHandle handle, unsigned int Flags),
+        (pdptr, handle, Flags))
 {
     DRV_FORWARD(cuIpcOpenMemHandle, (pdptr, handle, Flags),
                 record_ipc_open(WS_API_cuIpcOpenMemHandle, rc, pdptr, Flags));
 }
 
-WS_HOOK(CUresult, cuIpcOpenMemHandle_v2, (CUdeviceptr *pdptr, CUipcMemHandle handle, unsigned int Flags), (pdptr, handle, Flags))
+WS_HOOK(CUresult, cuIpcOpenMemHandle_v2, (CUdeviceptr * pdptr, CUipcMemHandle handle, unsigned int Flags),
+        (pdptr, handle, Flags))
 {
     DRV_FORWARD(cuIpcOpenMemHandle_v2, (pdptr, handle, Flags),
                 record_ipc_open(WS_API_cuIpcOpenMemHandle_v2, rc, pdptr, Flags));
@@ -537,7 +549,9 @@ static void record_create(CUresult rc, const CUmemGenericAllocationHandle *handl
                  on_device ? WS_MEM_DEVICE : WS_MEM_HOST, prop ? (uint64_t)prop->requestedHandleTypes : 0);
 }
 
-WS_HOOK(CUresult, cuMemCreate, (CUmemGenericAllocationHandle *handle, size_t size, const CUmemAllocationProp *prop, unsigned long long flags), (handle, size, prop, flags))
+WS_HOOK(CUresult, cuMemCreate,
+        (CUmemGenericAllocationHandle * handle, size_t size, const CUmemAllocationProp *prop, unsigned long long flags),
+        (handle, size, prop, flags))
 {
     DRV_FORWARD(cuMemCreate, (handle, size, prop, flags), record_create(rc, handle, size, prop));
 }
@@ -564,7 +578,9 @@ static void record_vmm(uint8_t api, CUresult rc, uint64_t address, uint64_t byte
     ws_rec_commit(1);
 }
 
-WS_HOOK(CUresult, cuMemMap, (CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAllocationHandle handle, unsigned long long flags), (ptr, size, offset, handle, flags))
+WS_HOOK(CUresult, cuMemMap,
+        (CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAllocationHandle handle, unsigned long long flags),
+        (ptr, size, offset, handle, flags))
 {
     DRV_FORWARD(cuMemMap, (ptr, size, offset, handle, flags),
                 record_vmm(WS_API_cuMemMap, rc, ptr, size, offset, handle, 0));
@@ -575,7 +591,9 @@ WS_HOOK(CUresult, cuMemUnmap, (CUdeviceptr ptr, size_t size), (ptr, size))
     DRV_FORWARD_FREE(cuMemUnmap, (ptr, size), ptr, record_vmm(WS_API_cuMemUnmap, rc, ptr, size, 0, 0, before));
 }
 
-WS_HOOK(CUresult, cuMemAddressReserve, (CUdeviceptr *ptr, size_t size, size_t alignment, CUdeviceptr addr, unsigned long long flags), (ptr, size, alignment, addr, flags))
+WS_HOOK(CUresult, cuMemAddressReserve,
+        (CUdeviceptr * ptr, size_t size, size_t alignment, CUdeviceptr addr, unsigned long long flags),
+        (ptr, size, alignment, addr, flags))
 {
     DRV_FORWARD(
         cuMemAddressReserve, (ptr, size, alignment, addr, flags),
@@ -639,7 +657,12 @@ static inline void record_launch(uint8_t api, CUresult rc, CUfunction f, unsigne
              smem, (uint64_t)(uint32_t)ws_driver_device());
 }
 
-WS_HOOK(CUresult, cuLaunchKernel, (CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream, void **kernelParams, void **extra), (f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes, hStream, kernelParams, extra))
+WS_HOOK(CUresult, cuLaunchKernel,
+        (CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ, unsigned int blockDimX,
+         unsigned int blockDimY, unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream,
+         void **kernelParams, void **extra),
+        (f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes, hStream, kernelParams,
+         extra))
 {
     DRV_FORWARD(cuLaunchKernel,
                 (f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes, hStream,
@@ -648,13 +671,20 @@ WS_HOOK(CUresult, cuLaunchKernel, (CUfunction f, unsigned int gridDimX, unsigned
                               blockDimZ, sharedMemBytes, hStream));
 }
 
-WS_HOOK(CUresult, cuLaunchKernel_ptsz, (CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz, unsigned smem, CUstream hStream, void **params, void **extra), (f, gx, gy, gz, bx, by, bz, smem, hStream, params, extra))
+WS_HOOK(CUresult, cuLaunchKernel_ptsz,
+        (CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz, unsigned smem,
+         CUstream hStream, void **params, void **extra),
+        (f, gx, gy, gz, bx, by, bz, smem, hStream, params, extra))
 {
     DRV_FORWARD(cuLaunchKernel_ptsz, (f, gx, gy, gz, bx, by, bz, smem, hStream, params, extra),
                 record_launch(WS_API_cuLaunchKernel_ptsz, rc, f, gx, gy, gz, bx, by, bz, smem, hStream));
 }
 
-WS_HOOK(CUresult, cuLaunchCooperativeKernel, (CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream, void **kernelParams), (f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes, hStream, kernelParams))
+WS_HOOK(CUresult, cuLaunchCooperativeKernel,
+        (CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ, unsigned int blockDimX,
+         unsigned int blockDimY, unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream,
+         void **kernelParams),
+        (f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes, hStream, kernelParams))
 {
     DRV_FORWARD(
         cuLaunchCooperativeKernel,
@@ -663,7 +693,10 @@ WS_HOOK(CUresult, cuLaunchCooperativeKernel, (CUfunction f, unsigned int gridDim
                       blockDimZ, sharedMemBytes, hStream));
 }
 
-WS_HOOK(CUresult, cuLaunchCooperativeKernel_ptsz, (CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz, unsigned smem, CUstream hStream, void **params), (f, gx, gy, gz, bx, by, bz, smem, hStream, params))
+WS_HOOK(CUresult, cuLaunchCooperativeKernel_ptsz,
+        (CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz, unsigned smem,
+         CUstream hStream, void **params),
+        (f, gx, gy, gz, bx, by, bz, smem, hStream, params))
 {
     DRV_FORWARD(cuLaunchCooperativeKernel_ptsz, (f, gx, gy, gz, bx, by, bz, smem, hStream, params),
                 record_launch(WS_API_cuLaunchCooperativeKernel_ptsz, rc, f, gx, gy, gz, bx, by, bz, smem, hStream));
@@ -678,13 +711,15 @@ static void record_launch_config(uint8_t api, CUresult rc, const CUlaunchConfig 
         record_launch(api, rc, f, 0, 0, 0, 0, 0, 0, 0, NULL);
 }
 
-WS_HOOK(CUresult, cuLaunchKernelEx, (const CUlaunchConfig *config, CUfunction f, void **kernelParams, void **extra), (config, f, kernelParams, extra))
+WS_HOOK(CUresult, cuLaunchKernelEx, (const CUlaunchConfig *config, CUfunction f, void **kernelParams, void **extra),
+        (config, f, kernelParams, extra))
 {
     DRV_FORWARD(cuLaunchKernelEx, (config, f, kernelParams, extra),
                 record_launch_config(WS_API_cuLaunchKernelEx, rc, config, f));
 }
 
-WS_HOOK(CUresult, cuLaunchKernelEx_ptsz, (const CUlaunchConfig *config, CUfunction f, void **params, void **extra), (config, f, params, extra))
+WS_HOOK(CUresult, cuLaunchKernelEx_ptsz, (const CUlaunchConfig *config, CUfunction f, void **params, void **extra),
+        (config, f, params, extra))
 {
     DRV_FORWARD(cuLaunchKernelEx_ptsz, (config, f, params, extra),
                 record_launch_config(WS_API_cuLaunchKernelEx_ptsz, rc, config, f));

@@ -88,13 +88,19 @@ WS_HOOK(CUresult, cuStreamBeginCapture_v2_ptsz, (CUstream hStream, CUstreamCaptu
                 ws_capture_begin_record(WS_API_cuStreamBeginCapture_v2_ptsz, rc, hStream, mode, NULL));
 }
 
-WS_HOOK(CUresult, cuStreamBeginCaptureToGraph, (CUstream hStream, CUgraph hGraph, const CUgraphNode *dependencies, const CUgraphEdgeData *dependencyData, size_t numDependencies, CUstreamCaptureMode mode), (hStream, hGraph, dependencies, dependencyData, numDependencies, mode))
+WS_HOOK(CUresult, cuStreamBeginCaptureToGraph,
+        (CUstream hStream, CUgraph hGraph, const CUgraphNode *dependencies, const CUgraphEdgeData *dependencyData,
+         size_t numDependencies, CUstreamCaptureMode mode),
+        (hStream, hGraph, dependencies, dependencyData, numDependencies, mode))
 {
     DRV_FORWARD(cuStreamBeginCaptureToGraph, (hStream, hGraph, dependencies, dependencyData, numDependencies, mode),
                 ws_capture_begin_record(WS_API_cuStreamBeginCaptureToGraph, rc, hStream, mode, hGraph));
 }
 
-WS_HOOK(CUresult, cuStreamBeginCaptureToGraph_ptsz, (CUstream hStream, CUgraph hGraph, const CUgraphNode *dependencies, const CUgraphEdgeData *dependencyData, size_t numDependencies, CUstreamCaptureMode mode), (hStream, hGraph, dependencies, dependencyData, numDependencies, mode))
+WS_HOOK(CUresult, cuStreamBeginCaptureToGraph_ptsz,
+        (CUstream hStream, CUgraph hGraph, const CUgraphNode *dependencies, const CUgraphEdgeData *dependencyData,
+         size_t numDependencies, CUstreamCaptureMode mode),
+        (hStream, hGraph, dependencies, dependencyData, numDependencies, mode))
 {
     DRV_FORWARD(cuStreamBeginCaptureToGraph_ptsz,
                 (hStream, hGraph, dependencies, dependencyData, numDependencies, mode),
@@ -403,32 +409,41 @@ static void record_structure(uint8_t api, CUresult rc, CUgraphExec *exec, CUgrap
     ws_graph_structure_record(api, rc, exec && rc == CUDA_SUCCESS ? *exec : NULL, graph, flags, driver_walk);
 }
 
-WS_HOOK(CUresult, cuGraphInstantiate, (CUgraphExec *phGraphExec, CUgraph hGraph, CUgraphNode *phErrorNode, char *logBuffer, size_t bufferSize), (phGraphExec, hGraph, phErrorNode, logBuffer, bufferSize))
+WS_HOOK(CUresult, cuGraphInstantiate,
+        (CUgraphExec * phGraphExec, CUgraph hGraph, CUgraphNode *phErrorNode, char *logBuffer, size_t bufferSize),
+        (phGraphExec, hGraph, phErrorNode, logBuffer, bufferSize))
 {
     DRV_FORWARD(cuGraphInstantiate, (phGraphExec, hGraph, phErrorNode, logBuffer, bufferSize),
                 record_structure(WS_API_cuGraphInstantiate, rc, phGraphExec, hGraph, 0));
 }
 
-WS_HOOK(CUresult, cuGraphInstantiate_v2, (CUgraphExec *phGraphExec, CUgraph hGraph, CUgraphNode *phErrorNode, char *logBuffer, size_t bufferSize), (phGraphExec, hGraph, phErrorNode, logBuffer, bufferSize))
+WS_HOOK(CUresult, cuGraphInstantiate_v2,
+        (CUgraphExec * phGraphExec, CUgraph hGraph, CUgraphNode *phErrorNode, char *logBuffer, size_t bufferSize),
+        (phGraphExec, hGraph, phErrorNode, logBuffer, bufferSize))
 {
     DRV_FORWARD(cuGraphInstantiate_v2, (phGraphExec, hGraph, phErrorNode, logBuffer, bufferSize),
                 record_structure(WS_API_cuGraphInstantiate_v2, rc, phGraphExec, hGraph, 0));
 }
 
-WS_HOOK(CUresult, cuGraphInstantiateWithFlags, (CUgraphExec *phGraphExec, CUgraph hGraph, unsigned long long flags), (phGraphExec, hGraph, flags))
+WS_HOOK(CUresult, cuGraphInstantiateWithFlags, (CUgraphExec * phGraphExec, CUgraph hGraph, unsigned long long flags),
+        (phGraphExec, hGraph, flags))
 {
     DRV_FORWARD(cuGraphInstantiateWithFlags, (phGraphExec, hGraph, flags),
                 record_structure(WS_API_cuGraphInstantiateWithFlags, rc, phGraphExec, hGraph, flags));
 }
 
-WS_HOOK(CUresult, cuGraphInstantiateWithParams, (CUgraphExec *phGraphExec, CUgraph hGraph, CUDA_GRAPH_INSTANTIATE_PARAMS *instantiateParams), (phGraphExec, hGraph, instantiateParams))
+WS_HOOK(CUresult, cuGraphInstantiateWithParams,
+        (CUgraphExec * phGraphExec, CUgraph hGraph, CUDA_GRAPH_INSTANTIATE_PARAMS *instantiateParams),
+        (phGraphExec, hGraph, instantiateParams))
 {
     DRV_FORWARD(cuGraphInstantiateWithParams, (phGraphExec, hGraph, instantiateParams),
                 record_structure(WS_API_cuGraphInstantiateWithParams, rc, phGraphExec, hGraph,
                                  instantiateParams ? instantiateParams->flags : 0));
 }
 
-WS_HOOK(CUresult, cuGraphInstantiateWithParams_ptsz, (CUgraphExec *phGraphExec, CUgraph hGraph, CUDA_GRAPH_INSTANTIATE_PARAMS *instantiateParams), (phGraphExec, hGraph, instantiateParams))
+WS_HOOK(CUresult, cuGraphInstantiateWithParams_ptsz,
+        (CUgraphExec * phGraphExec, CUgraph hGraph, CUDA_GRAPH_INSTANTIATE_PARAMS *instantiateParams),
+        (phGraphExec, hGraph, instantiateParams))
 {
     DRV_FORWARD(cuGraphInstantiateWithParams_ptsz, (phGraphExec, hGraph, instantiateParams),
                 record_structure(WS_API_cuGraphInstantiateWithParams_ptsz, rc, phGraphExec, hGraph,
@@ -441,13 +456,18 @@ static void record_update(uint8_t api, CUresult rc, CUgraphExec exec, CUgraph gr
     ws_graph_structure_record(api, rc, exec, graph, 0, driver_walk);
 }
 
-WS_HOOK(CUresult, cuGraphExecUpdate, (CUgraphExec hGraphExec, CUgraph hGraph, CUgraphNode *hErrorNode_out, CUgraphExecUpdateResult *updateResult_out), (hGraphExec, hGraph, hErrorNode_out, updateResult_out))
+WS_HOOK(CUresult, cuGraphExecUpdate,
+        (CUgraphExec hGraphExec, CUgraph hGraph, CUgraphNode *hErrorNode_out,
+         CUgraphExecUpdateResult *updateResult_out),
+        (hGraphExec, hGraph, hErrorNode_out, updateResult_out))
 {
     DRV_FORWARD(cuGraphExecUpdate, (hGraphExec, hGraph, hErrorNode_out, updateResult_out),
                 record_update(WS_API_cuGraphExecUpdate, rc, hGraphExec, hGraph));
 }
 
-WS_HOOK(CUresult, cuGraphExecUpdate_v2, (CUgraphExec hGraphExec, CUgraph hGraph, CUgraphExecUpdateResultInfo *resultInfo), (hGraphExec, hGraph, resultInfo))
+WS_HOOK(CUresult, cuGraphExecUpdate_v2,
+        (CUgraphExec hGraphExec, CUgraph hGraph, CUgraphExecUpdateResultInfo *resultInfo),
+        (hGraphExec, hGraph, resultInfo))
 {
     DRV_FORWARD(cuGraphExecUpdate_v2, (hGraphExec, hGraph, resultInfo),
                 record_update(WS_API_cuGraphExecUpdate_v2, rc, hGraphExec, hGraph));
@@ -468,7 +488,8 @@ static void record_kernel_set(uint8_t api, CUresult rc, CUgraphExec exec, CUgrap
                              smem);
 }
 
-WS_HOOK(CUresult, cuGraphExecKernelNodeSetParams, (CUgraphExec hGraphExec, CUgraphNode hNode, const CUDA_KERNEL_NODE_PARAMS_v1 *p), (hGraphExec, hNode, p))
+WS_HOOK(CUresult, cuGraphExecKernelNodeSetParams,
+        (CUgraphExec hGraphExec, CUgraphNode hNode, const CUDA_KERNEL_NODE_PARAMS_v1 *p), (hGraphExec, hNode, p))
 {
     DRV_FORWARD(cuGraphExecKernelNodeSetParams, (hGraphExec, hNode, p),
                 if (p) record_kernel_set(WS_API_cuGraphExecKernelNodeSetParams, rc, hGraphExec, hNode, p->func,
@@ -476,7 +497,8 @@ WS_HOOK(CUresult, cuGraphExecKernelNodeSetParams, (CUgraphExec hGraphExec, CUgra
                                          p->blockDimZ, p->sharedMemBytes));
 }
 
-WS_HOOK(CUresult, cuGraphExecKernelNodeSetParams_v2, (CUgraphExec hGraphExec, CUgraphNode hNode, const CUDA_KERNEL_NODE_PARAMS *p), (hGraphExec, hNode, p))
+WS_HOOK(CUresult, cuGraphExecKernelNodeSetParams_v2,
+        (CUgraphExec hGraphExec, CUgraphNode hNode, const CUDA_KERNEL_NODE_PARAMS *p), (hGraphExec, hNode, p))
 {
     DRV_FORWARD(cuGraphExecKernelNodeSetParams_v2, (hGraphExec, hNode, p),
                 if (p)
@@ -486,7 +508,8 @@ WS_HOOK(CUresult, cuGraphExecKernelNodeSetParams_v2, (CUgraphExec hGraphExec, CU
 }
 
 /* The generic form changes kernel nodes too; other kinds of node change nothing the trace uses. */
-WS_HOOK(CUresult, cuGraphExecNodeSetParams, (CUgraphExec hGraphExec, CUgraphNode hNode, CUgraphNodeParams *p), (hGraphExec, hNode, p))
+WS_HOOK(CUresult, cuGraphExecNodeSetParams, (CUgraphExec hGraphExec, CUgraphNode hNode, CUgraphNodeParams *p),
+        (hGraphExec, hNode, p))
 {
     DRV_FORWARD(cuGraphExecNodeSetParams, (hGraphExec, hNode, p),
                 if (p && p->type == CU_GRAPH_NODE_TYPE_KERNEL)
@@ -496,7 +519,8 @@ WS_HOOK(CUresult, cuGraphExecNodeSetParams, (CUgraphExec hGraphExec, CUgraphNode
                                       p->kernel.blockDimY, p->kernel.blockDimZ, p->kernel.sharedMemBytes));
 }
 
-WS_HOOK(CUresult, cuGraphNodeSetEnabled, (CUgraphExec hGraphExec, CUgraphNode hNode, unsigned int isEnabled), (hGraphExec, hNode, isEnabled))
+WS_HOOK(CUresult, cuGraphNodeSetEnabled, (CUgraphExec hGraphExec, CUgraphNode hNode, unsigned int isEnabled),
+        (hGraphExec, hNode, isEnabled))
 {
     DRV_FORWARD(
         cuGraphNodeSetEnabled, (hGraphExec, hNode, isEnabled),

@@ -128,19 +128,26 @@ WS_HOOK(cudaError_t, cudaStreamBeginCapture, (cudaStream_t stream, enum cudaStre
                ws_capture_begin_record(WS_API_cudaStreamBeginCapture, rc, stream, mode, NULL));
 }
 
-WS_HOOK(cudaError_t, cudaStreamBeginCapture_ptsz, (cudaStream_t stream, enum cudaStreamCaptureMode mode), (stream, mode))
+WS_HOOK(cudaError_t, cudaStreamBeginCapture_ptsz, (cudaStream_t stream, enum cudaStreamCaptureMode mode),
+        (stream, mode))
 {
     WS_FORWARD(cudaStreamBeginCapture_ptsz, (stream, mode),
                ws_capture_begin_record(WS_API_cudaStreamBeginCapture_ptsz, rc, stream, mode, NULL));
 }
 
-WS_HOOK(cudaError_t, cudaStreamBeginCaptureToGraph, (cudaStream_t stream, cudaGraph_t graph, const cudaGraphNode_t *dependencies, const cudaGraphEdgeData *dependencyData, size_t numDependencies, enum cudaStreamCaptureMode mode), (stream, graph, dependencies, dependencyData, numDependencies, mode))
+WS_HOOK(cudaError_t, cudaStreamBeginCaptureToGraph,
+        (cudaStream_t stream, cudaGraph_t graph, const cudaGraphNode_t *dependencies,
+         const cudaGraphEdgeData *dependencyData, size_t numDependencies, enum cudaStreamCaptureMode mode),
+        (stream, graph, dependencies, dependencyData, numDependencies, mode))
 {
     WS_FORWARD(cudaStreamBeginCaptureToGraph, (stream, graph, dependencies, dependencyData, numDependencies, mode),
                ws_capture_begin_record(WS_API_cudaStreamBeginCaptureToGraph, rc, stream, mode, graph));
 }
 
-WS_HOOK(cudaError_t, cudaStreamBeginCaptureToGraph_ptsz, (cudaStream_t stream, cudaGraph_t graph, const cudaGraphNode_t *dependencies, const cudaGraphEdgeData *dependencyData, size_t numDependencies, enum cudaStreamCaptureMode mode), (stream, graph, dependencies, dependencyData, numDependencies, mode))
+WS_HOOK(cudaError_t, cudaStreamBeginCaptureToGraph_ptsz,
+        (cudaStream_t stream, cudaGraph_t graph, const cudaGraphNode_t *dependencies,
+         const cudaGraphEdgeData *dependencyData, size_t numDependencies, enum cudaStreamCaptureMode mode),
+        (stream, graph, dependencies, dependencyData, numDependencies, mode))
 {
     WS_FORWARD(cudaStreamBeginCaptureToGraph_ptsz, (stream, graph, dependencies, dependencyData, numDependencies, mode),
                ws_capture_begin_record(WS_API_cudaStreamBeginCaptureToGraph_ptsz, rc, stream, mode, graph));
@@ -482,27 +489,33 @@ void ws_graph_structure_record(uint8_t api, int rc, const void *exec, const void
         __atomic_store_n(&graph_memory_seen, 1, __ATOMIC_RELAXED);
 }
 
-WS_HOOK(cudaError_t, cudaGraphInstantiate, (cudaGraphExec_t *pGraphExec, cudaGraph_t graph, unsigned long long flags), (pGraphExec, graph, flags))
+WS_HOOK(cudaError_t, cudaGraphInstantiate, (cudaGraphExec_t * pGraphExec, cudaGraph_t graph, unsigned long long flags),
+        (pGraphExec, graph, flags))
 {
     WS_FORWARD(cudaGraphInstantiate, (pGraphExec, graph, flags),
                record_structure(WS_API_cudaGraphInstantiate, rc, pGraphExec ? *pGraphExec : NULL, graph, flags));
 }
 
-WS_HOOK(cudaError_t, cudaGraphInstantiateWithFlags, (cudaGraphExec_t *pGraphExec, cudaGraph_t graph, unsigned long long flags), (pGraphExec, graph, flags))
+WS_HOOK(cudaError_t, cudaGraphInstantiateWithFlags,
+        (cudaGraphExec_t * pGraphExec, cudaGraph_t graph, unsigned long long flags), (pGraphExec, graph, flags))
 {
     WS_FORWARD(
         cudaGraphInstantiateWithFlags, (pGraphExec, graph, flags),
         record_structure(WS_API_cudaGraphInstantiateWithFlags, rc, pGraphExec ? *pGraphExec : NULL, graph, flags));
 }
 
-WS_HOOK(cudaError_t, cudaGraphInstantiateWithParams, (cudaGraphExec_t *pGraphExec, cudaGraph_t graph, cudaGraphInstantiateParams *instantiateParams), (pGraphExec, graph, instantiateParams))
+WS_HOOK(cudaError_t, cudaGraphInstantiateWithParams,
+        (cudaGraphExec_t * pGraphExec, cudaGraph_t graph, cudaGraphInstantiateParams *instantiateParams),
+        (pGraphExec, graph, instantiateParams))
 {
     WS_FORWARD(cudaGraphInstantiateWithParams, (pGraphExec, graph, instantiateParams),
                record_structure(WS_API_cudaGraphInstantiateWithParams, rc, pGraphExec ? *pGraphExec : NULL, graph,
                                 instantiateParams ? instantiateParams->flags : 0));
 }
 
-WS_HOOK(cudaError_t, cudaGraphInstantiateWithParams_ptsz, (cudaGraphExec_t *pGraphExec, cudaGraph_t graph, cudaGraphInstantiateParams *instantiateParams), (pGraphExec, graph, instantiateParams))
+WS_HOOK(cudaError_t, cudaGraphInstantiateWithParams_ptsz,
+        (cudaGraphExec_t * pGraphExec, cudaGraph_t graph, cudaGraphInstantiateParams *instantiateParams),
+        (pGraphExec, graph, instantiateParams))
 {
     WS_FORWARD(cudaGraphInstantiateWithParams_ptsz, (pGraphExec, graph, instantiateParams),
                record_structure(WS_API_cudaGraphInstantiateWithParams_ptsz, rc, pGraphExec ? *pGraphExec : NULL, graph,
@@ -511,7 +524,9 @@ WS_HOOK(cudaError_t, cudaGraphInstantiateWithParams_ptsz, (cudaGraphExec_t *pGra
 
 /* An update gives the instance the parameters of another graph of the same shape: the instance's
  * structure is recorded again from that graph. */
-WS_HOOK(cudaError_t, cudaGraphExecUpdate, (cudaGraphExec_t hGraphExec, cudaGraph_t hGraph, cudaGraphExecUpdateResultInfo *resultInfo), (hGraphExec, hGraph, resultInfo))
+WS_HOOK(cudaError_t, cudaGraphExecUpdate,
+        (cudaGraphExec_t hGraphExec, cudaGraph_t hGraph, cudaGraphExecUpdateResultInfo *resultInfo),
+        (hGraphExec, hGraph, resultInfo))
 {
     WS_FORWARD(cudaGraphExecUpdate, (hGraphExec, hGraph, resultInfo),
                record_structure(WS_API_cudaGraphExecUpdate, rc, hGraphExec, hGraph, 0));
@@ -566,7 +581,9 @@ void ws_graph_node_set_record(uint8_t api, int rc, const void *exec, const void 
     ws_rec_commit(1);
 }
 
-WS_HOOK(cudaError_t, cudaGraphExecKernelNodeSetParams, (cudaGraphExec_t hGraphExec, cudaGraphNode_t node, const struct cudaKernelNodeParams *pNodeParams), (hGraphExec, node, pNodeParams))
+WS_HOOK(cudaError_t, cudaGraphExecKernelNodeSetParams,
+        (cudaGraphExec_t hGraphExec, cudaGraphNode_t node, const struct cudaKernelNodeParams *pNodeParams),
+        (hGraphExec, node, pNodeParams))
 {
     WS_FORWARD(cudaGraphExecKernelNodeSetParams, (hGraphExec, node, pNodeParams),
                record_node_set(WS_API_cudaGraphExecKernelNodeSetParams, rc, hGraphExec, node, pNodeParams, 0));
@@ -583,13 +600,16 @@ static void record_generic_set(cudaError_t rc, cudaGraphExec_t exec, cudaGraphNo
     record_node_set(WS_API_cudaGraphExecNodeSetParams, rc, exec, node, &k, 0);
 }
 
-WS_HOOK(cudaError_t, cudaGraphExecNodeSetParams, (cudaGraphExec_t graphExec, cudaGraphNode_t node, struct cudaGraphNodeParams *nodeParams), (graphExec, node, nodeParams))
+WS_HOOK(cudaError_t, cudaGraphExecNodeSetParams,
+        (cudaGraphExec_t graphExec, cudaGraphNode_t node, struct cudaGraphNodeParams *nodeParams),
+        (graphExec, node, nodeParams))
 {
     WS_FORWARD(cudaGraphExecNodeSetParams, (graphExec, node, nodeParams),
                record_generic_set(rc, graphExec, node, nodeParams));
 }
 
-WS_HOOK(cudaError_t, cudaGraphNodeSetEnabled, (cudaGraphExec_t hGraphExec, cudaGraphNode_t hNode, unsigned int isEnabled), (hGraphExec, hNode, isEnabled))
+WS_HOOK(cudaError_t, cudaGraphNodeSetEnabled,
+        (cudaGraphExec_t hGraphExec, cudaGraphNode_t hNode, unsigned int isEnabled), (hGraphExec, hNode, isEnabled))
 {
     WS_FORWARD(cudaGraphNodeSetEnabled, (hGraphExec, hNode, isEnabled),
                record_node_set(WS_API_cudaGraphNodeSetEnabled, rc, hGraphExec, hNode, NULL, isEnabled != 0));

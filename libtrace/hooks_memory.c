@@ -118,20 +118,28 @@ static void record_array(uint8_t api, cudaError_t rc, const void *handle, const 
     ws_rec_commit(1);
 }
 
-WS_HOOK(cudaError_t, cudaMallocArray, (cudaArray_t *array, const struct cudaChannelFormatDesc *desc, size_t width, size_t height, unsigned int flags), (array, desc, width, height, flags))
+WS_HOOK(cudaError_t, cudaMallocArray,
+        (cudaArray_t * array, const struct cudaChannelFormatDesc *desc, size_t width, size_t height,
+         unsigned int flags),
+        (array, desc, width, height, flags))
 {
     WS_FORWARD(cudaMallocArray, (array, desc, width, height, flags),
                record_array(WS_API_cudaMallocArray, rc, array ? *array : NULL, desc,
                             (struct cudaExtent){width, height, 0}, 0, flags));
 }
 
-WS_HOOK(cudaError_t, cudaMalloc3DArray, (cudaArray_t *array, const struct cudaChannelFormatDesc *desc, struct cudaExtent extent, unsigned int flags), (array, desc, extent, flags))
+WS_HOOK(cudaError_t, cudaMalloc3DArray,
+        (cudaArray_t * array, const struct cudaChannelFormatDesc *desc, struct cudaExtent extent, unsigned int flags),
+        (array, desc, extent, flags))
 {
     WS_FORWARD(cudaMalloc3DArray, (array, desc, extent, flags),
                record_array(WS_API_cudaMalloc3DArray, rc, array ? *array : NULL, desc, extent, 0, flags));
 }
 
-WS_HOOK(cudaError_t, cudaMallocMipmappedArray, (cudaMipmappedArray_t *mipmappedArray, const struct cudaChannelFormatDesc *desc, struct cudaExtent extent, unsigned int numLevels, unsigned int flags), (mipmappedArray, desc, extent, numLevels, flags))
+WS_HOOK(cudaError_t, cudaMallocMipmappedArray,
+        (cudaMipmappedArray_t * mipmappedArray, const struct cudaChannelFormatDesc *desc, struct cudaExtent extent,
+         unsigned int numLevels, unsigned int flags),
+        (mipmappedArray, desc, extent, numLevels, flags))
 {
     WS_FORWARD(cudaMallocMipmappedArray, (mipmappedArray, desc, extent, numLevels, flags),
                record_array(WS_API_cudaMallocMipmappedArray, rc, mipmappedArray ? *mipmappedArray : NULL, desc, extent,
@@ -158,7 +166,8 @@ static void record_3d(cudaError_t rc, const struct cudaPitchedPtr *p, struct cud
                  rc == cudaSuccess && p ? p->pitch : 0);
 }
 
-WS_HOOK(cudaError_t, cudaMalloc3D, (struct cudaPitchedPtr *pitchedDevPtr, struct cudaExtent extent), (pitchedDevPtr, extent))
+WS_HOOK(cudaError_t, cudaMalloc3D, (struct cudaPitchedPtr * pitchedDevPtr, struct cudaExtent extent),
+        (pitchedDevPtr, extent))
 {
     WS_FORWARD(cudaMalloc3D, (pitchedDevPtr, extent), record_3d(rc, pitchedDevPtr, extent));
 }
@@ -208,7 +217,8 @@ static void record_ipc_open(cudaError_t rc, void **ptr, unsigned flags)
     record_alloc(WS_API_cudaIpcOpenMemHandle, rc, u64(p), bytes, bytes, WS_MEM_IPC, flags);
 }
 
-WS_HOOK(cudaError_t, cudaIpcOpenMemHandle, (void **devPtr, cudaIpcMemHandle_t handle, unsigned int flags), (devPtr, handle, flags))
+WS_HOOK(cudaError_t, cudaIpcOpenMemHandle, (void **devPtr, cudaIpcMemHandle_t handle, unsigned int flags),
+        (devPtr, handle, flags))
 {
     WS_FORWARD(cudaIpcOpenMemHandle, (devPtr, handle, flags), record_ipc_open(rc, devPtr, flags));
 }
@@ -335,7 +345,8 @@ void ws_pool_create_record(uint8_t api, int rc, uint64_t pool, int device, uint6
         ws_pool_sample(api, pool);
 }
 
-WS_HOOK(cudaError_t, cudaMemPoolCreate, (cudaMemPool_t *memPool, const struct cudaMemPoolProps *poolProps), (memPool, poolProps))
+WS_HOOK(cudaError_t, cudaMemPoolCreate, (cudaMemPool_t * memPool, const struct cudaMemPoolProps *poolProps),
+        (memPool, poolProps))
 {
     WS_FORWARD(cudaMemPoolCreate, (memPool, poolProps), record_pool_create(rc, memPool, poolProps));
 }
@@ -393,7 +404,8 @@ uint64_t ws_pool_attribute_value(int attribute, const void *value)
     return v;
 }
 
-WS_HOOK(cudaError_t, cudaMemPoolSetAttribute, (cudaMemPool_t memPool, enum cudaMemPoolAttr attr, void *value), (memPool, attr, value))
+WS_HOOK(cudaError_t, cudaMemPoolSetAttribute, (cudaMemPool_t memPool, enum cudaMemPoolAttr attr, void *value),
+        (memPool, attr, value))
 {
     WS_FORWARD(cudaMemPoolSetAttribute, (memPool, attr, value),
                record_pool_change(WS_API_cudaMemPoolSetAttribute, rc, memPool, (uint64_t)attr,
@@ -419,7 +431,9 @@ static int location_device(const struct cudaMemLocation *location, enum cudaMemA
                                                                                                           : -1;
 }
 
-WS_HOOK(cudaError_t, cudaMemSetMemPool, (struct cudaMemLocation *location, enum cudaMemAllocationType type, cudaMemPool_t memPool), (location, type, memPool))
+WS_HOOK(cudaError_t, cudaMemSetMemPool,
+        (struct cudaMemLocation * location, enum cudaMemAllocationType type, cudaMemPool_t memPool),
+        (location, type, memPool))
 {
     WS_FORWARD(cudaMemSetMemPool, (location, type, memPool),
                record_set_pool(WS_API_cudaMemSetMemPool, rc, location_device(location, type), memPool));

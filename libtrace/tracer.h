@@ -26,8 +26,8 @@ struct ws_thread {
     uint32_t serial;
     uint32_t in_hook; /* re-entry guard: work inside a hook is never traced twice */
     uint64_t seq;
-    uint64_t generation; /* spool generation the chunk belongs to (changes on fork) */
-    int *errno_at;       /* this thread's errno, found once */
+    uint64_t generation;    /* spool generation the chunk belongs to (changes on fork) */
+    int *errno_at;          /* this thread's errno, found once */
     uint32_t driver_device; /* the device of the thread's current context + 1; 0: not known (hooks_driver.c) */
 };
 
