@@ -46,19 +46,22 @@ void *ws_real_registered(const char *name);
     })
 
 /*
- * A hook in two halves.  The exported function `name` is the forwarding test alone: with the real
- * function known (in slot) and tracing off, it jumps there without a frame of its own (two loads
- * and a jump); else it jumps to the traced half, the body that follows the macro, kept out of line
- * so that the registers and locals of recording are paid only when recording.  WS_HOOK keeps the
- * real function in name##_real_, where WS_FORWARD (and the driver's DRV_FORWARD) look for it.
+ * A hook in two halves.  The exported function `name` is the forwarding test alone: with tracing
+ * off and the real function known (in slot), it jumps there without a frame of its own (two loads
+ * and a jump); else it jumps to the traced half (one load and a jump while tracing), the body that
+ * follows the macro, kept out of line so that the registers and locals of recording are paid only
+ * when recording.  WS_HOOK keeps the real function in name##_real_, where WS_FORWARD (and the
+ * driver's DRV_FORWARD) look for it.
  */
 #define WS_HOOK_AT(ret, name, params, args, slot)                                                                      \
     static __attribute__((noinline)) ret name##_traced_ params;                                                        \
     WS_EXPORT ret name params                                                                                          \
     {                                                                                                                  \
-        __typeof__(&name) fn_ = __atomic_load_n(&(slot), __ATOMIC_ACQUIRE);                                            \
-        if (__builtin_expect(fn_ != NULL, 1) && ws_forward_only())                                                     \
-            return fn_ args;                                                                                           \
+        if (ws_forward_only()) {                                                                                       \
+            __typeof__(&name) fn_ = __atomic_load_n(&(slot), __ATOMIC_ACQUIRE);                                        \
+            if (__builtin_expect(fn_ != NULL, 1))                                                                      \
+                return fn_ args;                                                                                       \
+        }                                                                                                              \
         return name##_traced_ args;                                                                                    \
     }                                                                                                                  \
     static ret name##_traced_ params
