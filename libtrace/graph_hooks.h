@@ -16,8 +16,6 @@
 
 #include "tracer.h"
 
-/* The device current on the calling thread, as cudaSetDevice set it (hooks_cuda.c). */
-extern WS_TLS int ws_current_device;
 
 /* The real definition of a CUDA function (real_symbols.c): the one registered for its name, else
  * the next one after this library, else one in an already loaded cudart or libcuda (opened with
@@ -142,7 +140,7 @@ int ws_driver_per_thread_api(uint8_t api);
 void ws_driver_note_function(const void *fn);
 /* Forget what was named (a forked child names its kernels again). */
 void ws_driver_forget_named_functions(void);
-/* The device of the calling thread's current context (ws_current_device when there is none):
+/* The device of the calling thread's current context (ws_self.device when there is none):
  * one load while it is known (hooks_driver.c says until when), else asked of the driver. */
 int ws_driver_device_slow(void);
 static inline int ws_driver_device(void)

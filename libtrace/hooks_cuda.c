@@ -123,8 +123,6 @@ static void resolve_real(void)
         return rc;                                                                                                     \
     } while (0)
 
-WS_TLS int ws_current_device;
-
 static inline void record_alloc(uint8_t api, cudaError_t rc, void *ptr, uint64_t requested, uint64_t bytes,
                                 cudaStream_t stream, uint32_t memory, uint64_t aux)
 {
@@ -140,7 +138,7 @@ static inline void record_alloc(uint8_t api, cudaError_t rc, void *ptr, uint64_t
     r->u[1] = requested;
     r->u[2] = rc == cudaSuccess ? bytes : 0;
     r->u[3] = (uint64_t)(uintptr_t)stream;
-    r->u[4] = (uint64_t)(uint32_t)ws_current_device | ((uint64_t)memory << 32);
+    r->u[4] = (uint64_t)(uint32_t)ws_self.device | ((uint64_t)memory << 32);
     r->u[5] = aux;
     ws_rec_commit(1);
 }
@@ -163,7 +161,7 @@ static inline void record_free(uint8_t api, cudaError_t rc, void *ptr, cudaStrea
     r->u[1] = 0;
     r->u[2] = 0;
     r->u[3] = (uint64_t)(uintptr_t)stream;
-    r->u[4] = (uint64_t)(uint32_t)ws_current_device | ((uint64_t)memory << 32);
+    r->u[4] = (uint64_t)(uint32_t)ws_self.device | ((uint64_t)memory << 32);
     r->u[5] = 0;
     ws_rec_commit(1);
 }
@@ -200,7 +198,7 @@ static inline void record_launch(uint8_t api, cudaError_t rc, const void *fn, di
     r->u[2] = pack_dim3(block);
     r->u[3] = (uint64_t)(uintptr_t)stream;
     r->u[4] = smem;
-    r->u[5] = (uint64_t)(uint32_t)ws_current_device;
+    r->u[5] = (uint64_t)(uint32_t)ws_self.device;
     ws_rec_commit(1);
 }
 
@@ -323,7 +321,7 @@ WS_EXPORT cudaError_t cudaSetDevice(int device)
         return MISSING;
     cudaError_t rc = fn(device);
     if (rc == cudaSuccess) {
-        ws_current_device = device;
+        ws_self.device = device;
         ws_self.driver_device = 0; /* the driver's current context may have changed with it */
     }
     return rc;
@@ -412,7 +410,7 @@ static void record_graph_launch(uint8_t api, cudaError_t rc, cudaGraphExec_t exe
     r->ns = ws_now();
     r->u[0] = (uint64_t)(uintptr_t)exec;
     r->u[3] = (uint64_t)(uintptr_t)stream;
-    r->u[5] = (uint64_t)(uint32_t)ws_current_device;
+    r->u[5] = (uint64_t)(uint32_t)ws_self.device;
     ws_rec_commit(1);
     if (rc == cudaSuccess && !captured)
         ws_graph_memory_sample(api);

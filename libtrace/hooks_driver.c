@@ -127,7 +127,7 @@ int ws_driver_device_slow(void)
     __typeof__(&cuCtxGetDevice) get = WS_REAL_FN(cuCtxGetDevice);
     CUdevice d;
     if (!get || get(&d) != CUDA_SUCCESS || d < 0)
-        return ws_current_device; /* no context yet: asked again next time */
+        return ws_self.device; /* no context yet: asked again next time */
     ws_self.driver_device = (uint32_t)d + 1;
     return d;
 }

@@ -118,7 +118,7 @@ void ws_capture_begin_record(uint8_t api, int rc, const void *stream, int mode, 
     r->u[1] = id;
     r->u[2] = (uint64_t)mode;
     r->u[3] = u64(into);
-    r->u[5] = (uint64_t)(uint32_t)(ws_is_driver_api(api) ? ws_driver_device() : ws_current_device);
+    r->u[5] = (uint64_t)(uint32_t)(ws_is_driver_api(api) ? ws_driver_device() : ws_self.device);
     ws_rec_commit(1);
 }
 
@@ -631,7 +631,7 @@ void ws_graph_launch_begin_api(uint8_t api, const void *exec)
 /* The last state written of each device's graph allocator (slots for the first 16 devices). */
 static uint64_t graph_memory_last[16][4];
 
-void ws_graph_memory_sample(uint8_t api) { ws_graph_memory_sample_device(api, ws_current_device); }
+void ws_graph_memory_sample(uint8_t api) { ws_graph_memory_sample_device(api, ws_self.device); }
 
 void ws_graph_memory_sample_device(uint8_t api, int device)
 {
@@ -671,6 +671,6 @@ void ws_graph_memory_sample_device(uint8_t api, int device)
 WS_HOOK(cudaError_t, cudaDeviceGraphMemTrim, (int device), (device))
 {
     WS_FORWARD(cudaDeviceGraphMemTrim, (device),
-               if (rc == cudaSuccess && device == ws_current_device)
+               if (rc == cudaSuccess && device == ws_self.device)
                    ws_graph_memory_sample(WS_API_cudaDeviceGraphMemTrim));
 }

@@ -29,7 +29,7 @@ static void record_alloc(uint8_t api, cudaError_t rc, uint64_t address, uint64_t
     r->u[0] = rc == cudaSuccess ? address : 0;
     r->u[1] = requested;
     r->u[2] = rc == cudaSuccess ? bytes : 0;
-    r->u[4] = (uint64_t)(uint32_t)ws_current_device | (uint64_t)memory << 32;
+    r->u[4] = (uint64_t)(uint32_t)ws_self.device | (uint64_t)memory << 32;
     r->u[5] = aux;
     ws_rec_commit(1);
 }
@@ -42,7 +42,7 @@ static void record_free(uint8_t api, cudaError_t rc, uint64_t address, uint32_t 
         return;
     r->ns = stamp;
     r->u[0] = address;
-    r->u[4] = (uint64_t)(uint32_t)ws_current_device | (uint64_t)memory << 32;
+    r->u[4] = (uint64_t)(uint32_t)ws_self.device | (uint64_t)memory << 32;
     ws_rec_commit(1);
 }
 
@@ -245,7 +245,7 @@ static unsigned pool_slot(uint64_t pool) { return (unsigned)((pool >> 4) ^ (pool
 
 uint64_t ws_pool_current(void)
 {
-    int device = ws_current_device;
+    int device = ws_self.device;
     if (device < 0 || device >= DEVICE_SLOTS)
         return 0;
     uint64_t pool = __atomic_load_n(&current_pools[device], __ATOMIC_RELAXED);

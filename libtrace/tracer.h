@@ -28,6 +28,7 @@ struct ws_thread {
     uint64_t seq;
     uint64_t generation;    /* spool generation the chunk belongs to (changes on fork) */
     int *errno_at;          /* this thread's errno, found once */
+    int device;             /* the device current on the thread, as cudaSetDevice set it (hooks_cuda.c) */
     uint32_t driver_device; /* the device of the thread's current context + 1; 0: not known (hooks_driver.c) */
 };
 
