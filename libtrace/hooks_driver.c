@@ -647,15 +647,21 @@ void ws_driver_note_function(const void *fn) { note_function((CUfunction)fn); }
 
 void ws_driver_forget_named_functions(void) { memset(named_cache, 0, sizeof named_cache); }
 
-static inline void record_launch(uint8_t api, CUresult rc, CUfunction f, unsigned gx, unsigned gy, unsigned gz,
-                                 unsigned bx, unsigned by, unsigned bz, unsigned smem, CUstream stream)
+/* grid and block: packed with ws_pack_dim3 (LAUNCH_DIMS: before the real call, so that two values
+ * live across it rather than six). */
+static inline void record_launch(uint8_t api, CUresult rc, CUfunction f, uint64_t grid, uint64_t block, unsigned smem,
+                                 CUstream stream)
 {
     note_function(f);
     if (rc == CUDA_SUCCESS)
         ws_capture_note(api, stream);
-    rec_fill(WS_REC_LAUNCH, api, rc, ws_now(), u64(f), ws_pack_dim3(gx, gy, gz), ws_pack_dim3(bx, by, bz), u64(stream),
-             smem, (uint64_t)(uint32_t)ws_driver_device());
+    rec_fill(WS_REC_LAUNCH, api, rc, ws_now(), u64(f), grid, block, u64(stream), smem,
+             (uint64_t)(uint32_t)ws_driver_device());
 }
+
+#define LAUNCH_DIMS(gx, gy, gz, bx, by, bz)                                                                            \
+    uint64_t grid = ws_pack_dim3(gx, gy, gz), block = ws_pack_dim3(bx, by, bz);                                        \
+    __asm__("" : "+r"(grid), "+r"(block)) /* packed here, not after the call */
 
 WS_HOOK(CUresult, cuLaunchKernel,
         (CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ, unsigned int blockDimX,
@@ -664,11 +670,11 @@ WS_HOOK(CUresult, cuLaunchKernel,
         (f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes, hStream, kernelParams,
          extra))
 {
+    LAUNCH_DIMS(gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ);
     DRV_FORWARD(cuLaunchKernel,
                 (f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes, hStream,
                  kernelParams, extra),
-                record_launch(WS_API_cuLaunchKernel, rc, f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY,
-                              blockDimZ, sharedMemBytes, hStream));
+                record_launch(WS_API_cuLaunchKernel, rc, f, grid, block, sharedMemBytes, hStream));
 }
 
 WS_HOOK(CUresult, cuLaunchKernel_ptsz,
@@ -676,8 +682,9 @@ WS_HOOK(CUresult, cuLaunchKernel_ptsz,
          CUstream hStream, void **params, void **extra),
         (f, gx, gy, gz, bx, by, bz, smem, hStream, params, extra))
 {
+    LAUNCH_DIMS(gx, gy, gz, bx, by, bz);
     DRV_FORWARD(cuLaunchKernel_ptsz, (f, gx, gy, gz, bx, by, bz, smem, hStream, params, extra),
-                record_launch(WS_API_cuLaunchKernel_ptsz, rc, f, gx, gy, gz, bx, by, bz, smem, hStream));
+                record_launch(WS_API_cuLaunchKernel_ptsz, rc, f, grid, block, smem, hStream));
 }
 
 WS_HOOK(CUresult, cuLaunchCooperativeKernel,
@@ -686,11 +693,11 @@ WS_HOOK(CUresult, cuLaunchCooperativeKernel,
          void **kernelParams),
         (f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes, hStream, kernelParams))
 {
+    LAUNCH_DIMS(gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ);
     DRV_FORWARD(
         cuLaunchCooperativeKernel,
         (f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes, hStream, kernelParams),
-        record_launch(WS_API_cuLaunchCooperativeKernel, rc, f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY,
-                      blockDimZ, sharedMemBytes, hStream));
+        record_launch(WS_API_cuLaunchCooperativeKernel, rc, f, grid, block, sharedMemBytes, hStream));
 }
 
 WS_HOOK(CUresult, cuLaunchCooperativeKernel_ptsz,
@@ -698,17 +705,18 @@ WS_HOOK(CUresult, cuLaunchCooperativeKernel_ptsz,
          CUstream hStream, void **params),
         (f, gx, gy, gz, bx, by, bz, smem, hStream, params))
 {
+    LAUNCH_DIMS(gx, gy, gz, bx, by, bz);
     DRV_FORWARD(cuLaunchCooperativeKernel_ptsz, (f, gx, gy, gz, bx, by, bz, smem, hStream, params),
-                record_launch(WS_API_cuLaunchCooperativeKernel_ptsz, rc, f, gx, gy, gz, bx, by, bz, smem, hStream));
+                record_launch(WS_API_cuLaunchCooperativeKernel_ptsz, rc, f, grid, block, smem, hStream));
 }
 
 static void record_launch_config(uint8_t api, CUresult rc, const CUlaunchConfig *c, CUfunction f)
 {
     if (c)
-        record_launch(api, rc, f, c->gridDimX, c->gridDimY, c->gridDimZ, c->blockDimX, c->blockDimY, c->blockDimZ,
-                      c->sharedMemBytes, c->hStream);
+        record_launch(api, rc, f, ws_pack_dim3(c->gridDimX, c->gridDimY, c->gridDimZ),
+                      ws_pack_dim3(c->blockDimX, c->blockDimY, c->blockDimZ), c->sharedMemBytes, c->hStream);
     else
-        record_launch(api, rc, f, 0, 0, 0, 0, 0, 0, 0, NULL);
+        record_launch(api, rc, f, 0, 0, 0, NULL);
 }
 
 WS_HOOK(CUresult, cuLaunchKernelEx, (const CUlaunchConfig *config, CUfunction f, void **kernelParams, void **extra),
