@@ -179,8 +179,15 @@ static inline uint64_t pack_dim3(dim3 d)
 #endif
 }
 
-static inline void record_launch(uint8_t api, cudaError_t rc, const void *fn, dim3 grid, dim3 block, size_t smem,
-                                 cudaStream_t stream)
+/* A launch hook's grid and block, packed before the real call (two values live across it, not six;
+ * the empty asm keeps the compiler from moving the packing after the call). */
+#define PACK_LAUNCH_DIMS()                                                                                             \
+    uint64_t packed_grid = pack_dim3(grid), packed_block = pack_dim3(block);                                           \
+    __asm__("" : "+r"(packed_grid), "+r"(packed_block))
+
+/* grid, block: packed with ws_pack_dim3. */
+static inline void record_launch(uint8_t api, cudaError_t rc, const void *fn, uint64_t grid, uint64_t block,
+                                 size_t smem, cudaStream_t stream)
 {
     ws_note_function(fn);
     if (rc == cudaSuccess)
@@ -194,8 +201,8 @@ static inline void record_launch(uint8_t api, cudaError_t rc, const void *fn, di
     r->status = (int32_t)rc;
     r->ns = ws_now();
     r->u[0] = (uint64_t)(uintptr_t)fn;
-    r->u[1] = pack_dim3(grid);
-    r->u[2] = pack_dim3(block);
+    r->u[1] = grid;
+    r->u[2] = block;
     r->u[3] = (uint64_t)(uintptr_t)stream;
     r->u[4] = smem;
     r->u[5] = (uint64_t)(uint32_t)ws_self.device;
@@ -332,40 +339,47 @@ WS_EXPORT cudaError_t cudaSetDevice(int device)
 CUDA_HOOK(cudaLaunchKernel, (const void *func, dim3 grid, dim3 block, void **args, size_t smem, cudaStream_t stream),
           (func, grid, block, args, smem, stream))
 {
+    PACK_LAUNCH_DIMS();
     FORWARD_AND_RECORD(cudaLaunchKernel, (func, grid, block, args, smem, stream),
-                       record_launch(WS_API_cudaLaunchKernel, rc, func, grid, block, smem, stream));
+                       record_launch(WS_API_cudaLaunchKernel, rc, func, packed_grid, packed_block, smem, stream));
 }
 
 CUDA_HOOK(cudaLaunchKernel_ptsz,
           (const void *func, dim3 grid, dim3 block, void **args, size_t smem, cudaStream_t stream),
           (func, grid, block, args, smem, stream))
 {
+    PACK_LAUNCH_DIMS();
     FORWARD_AND_RECORD(cudaLaunchKernel_ptsz, (func, grid, block, args, smem, stream),
-                       record_launch(WS_API_cudaLaunchKernel_ptsz, rc, func, grid, block, smem, stream));
+                       record_launch(WS_API_cudaLaunchKernel_ptsz, rc, func, packed_grid, packed_block, smem, stream));
 }
 
 CUDA_HOOK(cudaLaunchCooperativeKernel,
           (const void *func, dim3 grid, dim3 block, void **args, size_t smem, cudaStream_t stream),
           (func, grid, block, args, smem, stream))
 {
-    FORWARD_AND_RECORD(cudaLaunchCooperativeKernel, (func, grid, block, args, smem, stream),
-                       record_launch(WS_API_cudaLaunchCooperativeKernel, rc, func, grid, block, smem, stream));
+    PACK_LAUNCH_DIMS();
+    FORWARD_AND_RECORD(
+        cudaLaunchCooperativeKernel, (func, grid, block, args, smem, stream),
+        record_launch(WS_API_cudaLaunchCooperativeKernel, rc, func, packed_grid, packed_block, smem, stream));
 }
 
 CUDA_HOOK(cudaLaunchCooperativeKernel_ptsz,
           (const void *func, dim3 grid, dim3 block, void **args, size_t smem, cudaStream_t stream),
           (func, grid, block, args, smem, stream))
 {
-    FORWARD_AND_RECORD(cudaLaunchCooperativeKernel_ptsz, (func, grid, block, args, smem, stream),
-                       record_launch(WS_API_cudaLaunchCooperativeKernel_ptsz, rc, func, grid, block, smem, stream));
+    PACK_LAUNCH_DIMS();
+    FORWARD_AND_RECORD(
+        cudaLaunchCooperativeKernel_ptsz, (func, grid, block, args, smem, stream),
+        record_launch(WS_API_cudaLaunchCooperativeKernel_ptsz, rc, func, packed_grid, packed_block, smem, stream));
 }
 
 static void record_launch_config(uint8_t api, cudaError_t rc, const cudaLaunchConfig_t *config, const void *func)
 {
     if (config)
-        record_launch(api, rc, func, config->gridDim, config->blockDim, config->dynamicSmemBytes, config->stream);
+        record_launch(api, rc, func, pack_dim3(config->gridDim), pack_dim3(config->blockDim), config->dynamicSmemBytes,
+                      config->stream);
     else
-        record_launch(api, rc, func, (dim3){0, 0, 0}, (dim3){0, 0, 0}, 0, 0);
+        record_launch(api, rc, func, 0, 0, 0, 0);
 }
 
 CUDA_HOOK(cudaLaunchKernelExC, (const cudaLaunchConfig_t *config, const void *func, void **args), (config, func, args))
@@ -385,16 +399,19 @@ CUDA_HOOK(__cudaLaunchKernel,
           (cudaKernel_t kernel, dim3 grid, dim3 block, void **args, size_t smem, cudaStream_t stream),
           (kernel, grid, block, args, smem, stream))
 {
+    PACK_LAUNCH_DIMS();
     FORWARD_AND_RECORD(__cudaLaunchKernel, (kernel, grid, block, args, smem, stream),
-                       record_launch(WS_API___cudaLaunchKernel, rc, kernel, grid, block, smem, stream));
+                       record_launch(WS_API___cudaLaunchKernel, rc, kernel, packed_grid, packed_block, smem, stream));
 }
 
 CUDA_HOOK(__cudaLaunchKernel_ptsz,
           (cudaKernel_t kernel, dim3 grid, dim3 block, void **args, size_t smem, cudaStream_t stream),
           (kernel, grid, block, args, smem, stream))
 {
-    FORWARD_AND_RECORD(__cudaLaunchKernel_ptsz, (kernel, grid, block, args, smem, stream),
-                       record_launch(WS_API___cudaLaunchKernel_ptsz, rc, kernel, grid, block, smem, stream));
+    PACK_LAUNCH_DIMS();
+    FORWARD_AND_RECORD(
+        __cudaLaunchKernel_ptsz, (kernel, grid, block, args, smem, stream),
+        record_launch(WS_API___cudaLaunchKernel_ptsz, rc, kernel, packed_grid, packed_block, smem, stream));
 }
 
 static void record_graph_launch(uint8_t api, cudaError_t rc, cudaGraphExec_t exec, cudaStream_t stream)
