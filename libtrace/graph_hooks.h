@@ -72,10 +72,11 @@ void *ws_real_registered(const char *name);
  * function answers with the runtime's code for a missing symbol. */
 #define WS_FORWARD(name, args, RECORD)                                                                                 \
     do {                                                                                                               \
-        __typeof__(&name) fn = WS_REAL_FN_AT_(name, name##_real_);                                                     \
-        if (!fn)                                                                                                       \
+        __typeof__(&name) fn = __atomic_load_n(&name##_real_, __ATOMIC_ACQUIRE);                                       \
+        int first_ = fn == NULL;                                                                                       \
+        if (__builtin_expect(first_, 0) && !(fn = WS_REAL_FN_AT_(name, name##_real_)))                                 \
             return cudaErrorSharedObjectSymbolNotFound;                                                                \
-        if (!ws_hook_enter())                                                                                          \
+        if (!ws_hook_enter_traced(first_))                                                                             \
             return fn args;                                                                                            \
         cudaError_t rc = fn args;                                                                                      \
         int saved = *ws_errno();                                                                                       \

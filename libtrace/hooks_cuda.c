@@ -89,10 +89,11 @@ static void resolve_real(void)
 #define FORWARD_AND_RECORD(name, args, RECORD) FORWARD_AND_RECORD_IF(name, args, 1, RECORD)
 #define FORWARD_AND_RECORD_IF(name, args, WANTED, RECORD)                                                              \
     do {                                                                                                               \
-        __typeof__(real.name) fn = REAL(name);                                                                         \
-        if (!fn)                                                                                                       \
+        __typeof__(real.name) fn = __atomic_load_n(&real.name, __ATOMIC_ACQUIRE);                                      \
+        int first_ = fn == NULL;                                                                                       \
+        if (__builtin_expect(first_, 0) && !(fn = REAL(name)))                                                         \
             return MISSING;                                                                                            \
-        if (!(WANTED) || !ws_hook_enter())                                                                             \
+        if (!(WANTED) || !ws_hook_enter_traced(first_))                                                                \
             return fn args;                                                                                            \
         cudaError_t rc = fn args;                                                                                      \
         int saved = *ws_errno();                                                                                       \
@@ -110,10 +111,11 @@ static void resolve_real(void)
  */
 #define FORWARD_AND_RECORD_FREE_IF(name, args, WANTED, RECORD)                                                         \
     do {                                                                                                               \
-        __typeof__(real.name) fn = REAL(name);                                                                         \
-        if (!fn)                                                                                                       \
+        __typeof__(real.name) fn = __atomic_load_n(&real.name, __ATOMIC_ACQUIRE);                                      \
+        int first_ = fn == NULL;                                                                                       \
+        if (__builtin_expect(first_, 0) && !(fn = REAL(name)))                                                         \
             return MISSING;                                                                                            \
-        if (!(WANTED) || !ws_hook_enter())                                                                             \
+        if (!(WANTED) || !ws_hook_enter_traced(first_))                                                                \
             return fn args;                                                                                            \
         uint64_t before = ws_now();                                                                                    \
         cudaError_t rc = fn args;                                                                                      \

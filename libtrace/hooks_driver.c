@@ -63,10 +63,11 @@ cudaError_t cudaGetDriverEntryPoint_ptsz(const char *symbol, void **funcPtr, uns
  * driver's result type. */
 #define DRV_FORWARD(name, args, RECORD)                                                                                \
     do {                                                                                                               \
-        __typeof__(&name) fn = WS_REAL_FN_AT_(name, name##_real_);                                                     \
-        if (!fn)                                                                                                       \
+        __typeof__(&name) fn = __atomic_load_n(&name##_real_, __ATOMIC_ACQUIRE);                                       \
+        int first_ = fn == NULL;                                                                                       \
+        if (__builtin_expect(first_, 0) && !(fn = WS_REAL_FN_AT_(name, name##_real_)))                                 \
             return DRV_MISSING;                                                                                        \
-        if (!ws_hook_enter())                                                                                          \
+        if (!ws_hook_enter_traced(first_))                                                                             \
             return fn args;                                                                                            \
         CUresult rc = fn args;                                                                                         \
         int saved = *ws_errno();                                                                                       \
@@ -80,10 +81,11 @@ cudaError_t cudaGetDriverEntryPoint_ptsz(const char *symbol, void **funcPtr, uns
  * the time as `before`. */
 #define DRV_FORWARD_FREE(name, args, handle, RECORD)                                                                   \
     do {                                                                                                               \
-        __typeof__(&name) fn = WS_REAL_FN_AT_(name, name##_real_);                                                     \
-        if (!fn)                                                                                                       \
+        __typeof__(&name) fn = __atomic_load_n(&name##_real_, __ATOMIC_ACQUIRE);                                       \
+        int first_ = fn == NULL;                                                                                       \
+        if (__builtin_expect(first_, 0) && !(fn = WS_REAL_FN_AT_(name, name##_real_)))                                 \
             return DRV_MISSING;                                                                                        \
-        if (!(handle) || !ws_hook_enter())                                                                             \
+        if (!(handle) || !ws_hook_enter_traced(first_))                                                                \
             return fn args;                                                                                            \
         uint64_t before = ws_now();                                                                                    \
         CUresult rc = fn args;                                                                                         \

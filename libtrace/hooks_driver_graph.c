@@ -47,10 +47,11 @@ CUresult cuGraphInstantiateWithParams_ptsz(CUgraphExec *phGraphExec, CUgraph hGr
 /* As DRV_FORWARD in hooks_driver.c (the traced half of a WS_HOOK). */
 #define DRV_FORWARD(name, args, RECORD)                                                                                \
     do {                                                                                                               \
-        __typeof__(&name) fn = WS_REAL_FN_AT_(name, name##_real_);                                                     \
-        if (!fn)                                                                                                       \
+        __typeof__(&name) fn = __atomic_load_n(&name##_real_, __ATOMIC_ACQUIRE);                                       \
+        int first_ = fn == NULL;                                                                                       \
+        if (__builtin_expect(first_, 0) && !(fn = WS_REAL_FN_AT_(name, name##_real_)))                                 \
             return DRV_MISSING;                                                                                        \
-        if (!ws_hook_enter())                                                                                          \
+        if (!ws_hook_enter_traced(first_))                                                                             \
             return fn args;                                                                                            \
         CUresult rc = fn args;                                                                                         \
         int saved = *ws_errno();                                                                                       \

@@ -85,6 +85,19 @@ static inline int ws_hook_enter(void)
     return 1;
 }
 
+/* ws_hook_enter() in the traced half of a two-half hook (WS_HOOK, graph_hooks.h), which is reached
+ * with tracing on, except on the calls made before the real function was known (`first`): only
+ * those test ws_enabled here. */
+static inline int ws_hook_enter_traced(int first)
+{
+    if (__builtin_expect(first, 0) && !ws_enabled)
+        return 0;
+    if (__builtin_expect(ws_self.in_hook != 0, 0))
+        return 0;
+    ws_self.in_hook = 1;
+    return 1;
+}
+
 /* The calling thread's errno, found once per thread (cheaper than __errno_location each call). */
 static inline int *ws_errno(void)
 {
