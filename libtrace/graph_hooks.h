@@ -16,8 +16,6 @@
 
 #include "tracer.h"
 
-/* The device current on the calling thread, as cudaSetDevice set it (hooks_cuda.c). */
-extern WS_TLS int ws_current_device;
 
 /* The real definition of a CUDA function (real_symbols.c): the one registered for its name, else
  * the next one after this library, else one in an already loaded cudart or libcuda (opened with
@@ -34,7 +32,7 @@ void *ws_real_registered(const char *name);
         static __typeof__(&name) real_fn_;                                                                             \
         WS_REAL_FN_AT_(name, real_fn_);                                                                                \
     })
-/* (WS_REAL_FN with the call site's slot named: WS_FORWARD loads it first, before anything else.) */
+/* (WS_REAL_FN with the slot named: a WS_HOOK and its traced half share it.) */
 #define WS_REAL_FN_AT_(name, slot)                                                                                     \
     ({                                                                                                                 \
         __typeof__(&name) fn_ = __atomic_load_n(&slot, __ATOMIC_ACQUIRE);                                              \
@@ -45,19 +43,40 @@ void *ws_real_registered(const char *name);
         fn_;                                                                                                           \
     })
 
-/* The body of a hook: forward, then (unless tracing is off or this is the tracer's own call) run
- * RECORD, which sees the result as rc, with errno kept.  A missing real function answers with the
- * runtime's code for a missing symbol.  With tracing off the hook is one load of the real
- * function, one of ws_enabled and a jump. */
+/*
+ * A hook in two halves.  The exported function `name` is the forwarding test alone: with tracing
+ * off and the real function known (in slot), it jumps there without a frame of its own (two loads
+ * and a jump); else it jumps to the traced half (one load and a jump while tracing), the body that
+ * follows the macro, kept out of line so that the registers and locals of recording are paid only
+ * when recording.  WS_HOOK keeps the real function in name##_real_, where WS_FORWARD (and the
+ * driver's DRV_FORWARD) look for it.
+ */
+#define WS_HOOK_AT(ret, name, params, args, slot)                                                                      \
+    static __attribute__((noinline)) ret name##_traced_ params;                                                        \
+    WS_EXPORT ret name params                                                                                          \
+    {                                                                                                                  \
+        if (ws_forward_only()) {                                                                                       \
+            __typeof__(&name) fn_ = __atomic_load_n(&(slot), __ATOMIC_ACQUIRE);                                        \
+            if (__builtin_expect(fn_ != NULL, 1))                                                                      \
+                return fn_ args;                                                                                       \
+        }                                                                                                              \
+        return name##_traced_ args;                                                                                    \
+    }                                                                                                                  \
+    static ret name##_traced_ params
+#define WS_HOOK(ret, name, params, args)                                                                               \
+    static ret(*name##_real_) params;                                                                                  \
+    WS_HOOK_AT(ret, name, params, args, name##_real_)
+
+/* The body of a hook's traced half (WS_HOOK): forward, then (unless tracing is off or this is the
+ * tracer's own call) run RECORD, which sees the result as rc, with errno kept.  A missing real
+ * function answers with the runtime's code for a missing symbol. */
 #define WS_FORWARD(name, args, RECORD)                                                                                 \
     do {                                                                                                               \
-        static __typeof__(&name) real_fn_;                                                                             \
-        __typeof__(&name) fn = __atomic_load_n(&real_fn_, __ATOMIC_ACQUIRE);                                           \
-        if (__builtin_expect(fn != NULL, 1) && ws_forward_only())                                                      \
-            return fn args;                                                                                            \
-        if (!fn && !(fn = WS_REAL_FN_AT_(name, real_fn_)))                                                             \
+        __typeof__(&name) fn = __atomic_load_n(&name##_real_, __ATOMIC_ACQUIRE);                                       \
+        int first_ = fn == NULL;                                                                                       \
+        if (__builtin_expect(first_, 0) && !(fn = WS_REAL_FN_AT_(name, name##_real_)))                                 \
             return cudaErrorSharedObjectSymbolNotFound;                                                                \
-        if (!ws_hook_enter())                                                                                          \
+        if (!ws_hook_enter_traced(first_))                                                                             \
             return fn args;                                                                                            \
         cudaError_t rc = fn args;                                                                                      \
         int saved = *ws_errno();                                                                                       \
@@ -120,8 +139,16 @@ static inline int ws_is_driver_api(uint8_t api)
 int ws_driver_per_thread_api(uint8_t api);
 /* Names a launched CUfunction once per thread (cuFuncGetName): a SYMBOL record. */
 void ws_driver_note_function(const void *fn);
-/* The device of the calling thread's current context (ws_current_device when there is none). */
-int ws_driver_device(void);
+/* Forget what was named (a forked child names its kernels again). */
+void ws_driver_forget_named_functions(void);
+/* The device of the calling thread's current context (ws_self.device when there is none):
+ * one load while it is known (hooks_driver.c says until when), else asked of the driver. */
+int ws_driver_device_slow(void);
+static inline int ws_driver_device(void)
+{
+    uint32_t d = ws_self.driver_device;
+    return __builtin_expect(d != 0, 1) ? (int)(d - 1) : ws_driver_device_slow();
+}
 /* For a program of the driver API alone: the capture of a stream, and the graph allocator's
  * attribute query (NULL when the driver is not loaded either). */
 int ws_driver_capture_of(const void *stream, unsigned long long *id);

@@ -78,20 +78,22 @@ static void resolve_real(void)
 /* A missing real symbol answers with the runtime's own code for an unresolvable symbol. */
 #define MISSING cudaErrorSharedObjectSymbolNotFound
 
+/* A runtime hook (WS_HOOK_AT, graph_hooks.h): the real function is kept in `real`. */
+#define CUDA_HOOK(name, params, args) WS_HOOK_AT(cudaError_t, name, params, args, real.name)
+
 /*
- * The body of every hook: forward to the real function, then, when WANTED and unless tracing is
- * off or this is the tracer's own call, run RECORD (which sees the result as rc) with errno saved
- * and restored.
+ * The body of every hook's traced half: forward to the real function, then, when WANTED and unless
+ * tracing is off or this is the tracer's own call, run RECORD (which sees the result as rc) with
+ * errno saved and restored.
  */
 #define FORWARD_AND_RECORD(name, args, RECORD) FORWARD_AND_RECORD_IF(name, args, 1, RECORD)
 #define FORWARD_AND_RECORD_IF(name, args, WANTED, RECORD)                                                              \
     do {                                                                                                               \
         __typeof__(real.name) fn = __atomic_load_n(&real.name, __ATOMIC_ACQUIRE);                                      \
-        if (__builtin_expect(fn != NULL, 1) && ws_forward_only())                                                      \
-            return fn args;                                                                                            \
-        if (!fn && !(fn = REAL(name)))                                                                                 \
+        int first_ = fn == NULL;                                                                                       \
+        if (__builtin_expect(first_, 0) && !(fn = REAL(name)))                                                         \
             return MISSING;                                                                                            \
-        if (!(WANTED) || !ws_hook_enter())                                                                             \
+        if (!(WANTED) || !ws_hook_enter_traced(first_))                                                                \
             return fn args;                                                                                            \
         cudaError_t rc = fn args;                                                                                      \
         int saved = *ws_errno();                                                                                       \
@@ -110,11 +112,10 @@ static void resolve_real(void)
 #define FORWARD_AND_RECORD_FREE_IF(name, args, WANTED, RECORD)                                                         \
     do {                                                                                                               \
         __typeof__(real.name) fn = __atomic_load_n(&real.name, __ATOMIC_ACQUIRE);                                      \
-        if (__builtin_expect(fn != NULL, 1) && ws_forward_only())                                                      \
-            return fn args;                                                                                            \
-        if (!fn && !(fn = REAL(name)))                                                                                 \
+        int first_ = fn == NULL;                                                                                       \
+        if (__builtin_expect(first_, 0) && !(fn = REAL(name)))                                                         \
             return MISSING;                                                                                            \
-        if (!(WANTED) || !ws_hook_enter())                                                                             \
+        if (!(WANTED) || !ws_hook_enter_traced(first_))                                                                \
             return fn args;                                                                                            \
         uint64_t before = ws_now();                                                                                    \
         cudaError_t rc = fn args;                                                                                      \
@@ -123,8 +124,6 @@ static void resolve_real(void)
         ws_hook_leave(saved);                                                                                          \
         return rc;                                                                                                     \
     } while (0)
-
-WS_TLS int ws_current_device;
 
 static inline void record_alloc(uint8_t api, cudaError_t rc, void *ptr, uint64_t requested, uint64_t bytes,
                                 cudaStream_t stream, uint32_t memory, uint64_t aux)
@@ -141,7 +140,7 @@ static inline void record_alloc(uint8_t api, cudaError_t rc, void *ptr, uint64_t
     r->u[1] = requested;
     r->u[2] = rc == cudaSuccess ? bytes : 0;
     r->u[3] = (uint64_t)(uintptr_t)stream;
-    r->u[4] = (uint64_t)(uint32_t)ws_current_device | ((uint64_t)memory << 32);
+    r->u[4] = (uint64_t)(uint32_t)ws_self.device | ((uint64_t)memory << 32);
     r->u[5] = aux;
     ws_rec_commit(1);
 }
@@ -164,13 +163,33 @@ static inline void record_free(uint8_t api, cudaError_t rc, void *ptr, cudaStrea
     r->u[1] = 0;
     r->u[2] = 0;
     r->u[3] = (uint64_t)(uintptr_t)stream;
-    r->u[4] = (uint64_t)(uint32_t)ws_current_device | ((uint64_t)memory << 32);
+    r->u[4] = (uint64_t)(uint32_t)ws_self.device | ((uint64_t)memory << 32);
     r->u[5] = 0;
     ws_rec_commit(1);
 }
 
-static inline void record_launch(uint8_t api, cudaError_t rc, const void *fn, dim3 grid, dim3 block, size_t smem,
-                                 cudaStream_t stream)
+/* ws_pack_dim3(d.x, d.y, d.z) from the dim3's first 8 bytes as they lie (x low, y high on a
+ * little-endian machine): a mask and a shift instead of three loads and three shifts. */
+static inline uint64_t pack_dim3(dim3 d)
+{
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    uint64_t xy;
+    memcpy(&xy, &d, sizeof xy);
+    return (xy & 0xffffffffffffu) | (uint64_t)(d.z & 0xffffu) << 48;
+#else
+    return ws_pack_dim3(d.x, d.y, d.z);
+#endif
+}
+
+/* A launch hook's grid and block, packed before the real call (two values live across it, not six;
+ * the empty asm keeps the compiler from moving the packing after the call). */
+#define PACK_LAUNCH_DIMS()                                                                                             \
+    uint64_t packed_grid = pack_dim3(grid), packed_block = pack_dim3(block);                                           \
+    __asm__("" : "+r"(packed_grid), "+r"(packed_block))
+
+/* grid, block: packed with ws_pack_dim3. */
+static inline void record_launch(uint8_t api, cudaError_t rc, const void *fn, uint64_t grid, uint64_t block,
+                                 size_t smem, cudaStream_t stream)
 {
     ws_note_function(fn);
     if (rc == cudaSuccess)
@@ -184,17 +203,17 @@ static inline void record_launch(uint8_t api, cudaError_t rc, const void *fn, di
     r->status = (int32_t)rc;
     r->ns = ws_now();
     r->u[0] = (uint64_t)(uintptr_t)fn;
-    r->u[1] = ws_pack_dim3(grid.x, grid.y, grid.z);
-    r->u[2] = ws_pack_dim3(block.x, block.y, block.z);
+    r->u[1] = grid;
+    r->u[2] = block;
     r->u[3] = (uint64_t)(uintptr_t)stream;
     r->u[4] = smem;
-    r->u[5] = (uint64_t)(uint32_t)ws_current_device;
+    r->u[5] = (uint64_t)(uint32_t)ws_self.device;
     ws_rec_commit(1);
 }
 
 /* ---- allocation ------------------------------------------------------------------------ */
 
-WS_EXPORT cudaError_t cudaMalloc(void **ptr, size_t size)
+CUDA_HOOK(cudaMalloc, (void **ptr, size_t size), (ptr, size))
 {
     FORWARD_AND_RECORD(cudaMalloc, (ptr, size),
                        record_alloc(WS_API_cudaMalloc, rc, ptr ? *ptr : NULL, size, size, 0, WS_MEM_DEVICE, 0));
@@ -210,33 +229,35 @@ static void record_async_alloc(uint8_t api, cudaError_t rc, void **ptr, size_t s
         ws_pool_sample(api, pool);
 }
 
-WS_EXPORT cudaError_t cudaMallocAsync(void **ptr, size_t size, cudaStream_t stream)
+CUDA_HOOK(cudaMallocAsync, (void **ptr, size_t size, cudaStream_t stream), (ptr, size, stream))
 {
     FORWARD_AND_RECORD(cudaMallocAsync, (ptr, size, stream),
                        record_async_alloc(WS_API_cudaMallocAsync, rc, ptr, size, stream, ws_pool_current()));
 }
 
-WS_EXPORT cudaError_t cudaMallocAsync_ptsz(void **ptr, size_t size, cudaStream_t stream)
+CUDA_HOOK(cudaMallocAsync_ptsz, (void **ptr, size_t size, cudaStream_t stream), (ptr, size, stream))
 {
     FORWARD_AND_RECORD(cudaMallocAsync_ptsz, (ptr, size, stream),
                        record_async_alloc(WS_API_cudaMallocAsync_ptsz, rc, ptr, size, stream, ws_pool_current()));
 }
 
-WS_EXPORT cudaError_t cudaMallocFromPoolAsync(void **ptr, size_t size, cudaMemPool_t pool, cudaStream_t stream)
+CUDA_HOOK(cudaMallocFromPoolAsync, (void **ptr, size_t size, cudaMemPool_t pool, cudaStream_t stream),
+          (ptr, size, pool, stream))
 {
     FORWARD_AND_RECORD(
         cudaMallocFromPoolAsync, (ptr, size, pool, stream),
         record_async_alloc(WS_API_cudaMallocFromPoolAsync, rc, ptr, size, stream, (uint64_t)(uintptr_t)pool));
 }
 
-WS_EXPORT cudaError_t cudaMallocFromPoolAsync_ptsz(void **ptr, size_t size, cudaMemPool_t pool, cudaStream_t stream)
+CUDA_HOOK(cudaMallocFromPoolAsync_ptsz, (void **ptr, size_t size, cudaMemPool_t pool, cudaStream_t stream),
+          (ptr, size, pool, stream))
 {
     FORWARD_AND_RECORD(
         cudaMallocFromPoolAsync_ptsz, (ptr, size, pool, stream),
         record_async_alloc(WS_API_cudaMallocFromPoolAsync_ptsz, rc, ptr, size, stream, (uint64_t)(uintptr_t)pool));
 }
 
-WS_EXPORT cudaError_t cudaMallocManaged(void **ptr, size_t size, unsigned int flags)
+CUDA_HOOK(cudaMallocManaged, (void **ptr, size_t size, unsigned int flags), (ptr, size, flags))
 {
     FORWARD_AND_RECORD(
         cudaMallocManaged, (ptr, size, flags),
@@ -254,18 +275,18 @@ static void record_pitch(cudaError_t rc, void **ptr, const size_t *pitch, size_t
                  rc == cudaSuccess && pitch ? *pitch : 0);
 }
 
-WS_EXPORT cudaError_t cudaMallocPitch(void **ptr, size_t *pitch, size_t width, size_t height)
+CUDA_HOOK(cudaMallocPitch, (void **ptr, size_t *pitch, size_t width, size_t height), (ptr, pitch, width, height))
 {
     FORWARD_AND_RECORD(cudaMallocPitch, (ptr, pitch, width, height), record_pitch(rc, ptr, pitch, width, height));
 }
 
-WS_EXPORT cudaError_t cudaMallocHost(void **ptr, size_t size)
+CUDA_HOOK(cudaMallocHost, (void **ptr, size_t size), (ptr, size))
 {
     FORWARD_AND_RECORD(cudaMallocHost, (ptr, size),
                        record_alloc(WS_API_cudaMallocHost, rc, ptr ? *ptr : NULL, size, size, 0, WS_MEM_HOST, 0));
 }
 
-WS_EXPORT cudaError_t cudaHostAlloc(void **ptr, size_t size, unsigned int flags)
+CUDA_HOOK(cudaHostAlloc, (void **ptr, size_t size, unsigned int flags), (ptr, size, flags))
 {
     FORWARD_AND_RECORD(cudaHostAlloc, (ptr, size, flags),
                        record_alloc(WS_API_cudaHostAlloc, rc, ptr ? *ptr : NULL, size, size, 0, WS_MEM_HOST, flags));
@@ -274,25 +295,25 @@ WS_EXPORT cudaError_t cudaHostAlloc(void **ptr, size_t size, unsigned int flags)
 /* ---- free -------------------------------------------------------------------------------- */
 
 /* A free of NULL frees nothing (programs call cudaFree(NULL) to create the context): not recorded. */
-WS_EXPORT cudaError_t cudaFree(void *ptr)
+CUDA_HOOK(cudaFree, (void *ptr), (ptr))
 {
     FORWARD_AND_RECORD_FREE_IF(cudaFree, (ptr), ptr != NULL,
                                record_free(WS_API_cudaFree, rc, ptr, 0, WS_MEM_DEVICE, before));
 }
 
-WS_EXPORT cudaError_t cudaFreeAsync(void *ptr, cudaStream_t stream)
+CUDA_HOOK(cudaFreeAsync, (void *ptr, cudaStream_t stream), (ptr, stream))
 {
     FORWARD_AND_RECORD_FREE_IF(cudaFreeAsync, (ptr, stream), ptr != NULL,
                                record_free(WS_API_cudaFreeAsync, rc, ptr, stream, WS_MEM_DEVICE, before));
 }
 
-WS_EXPORT cudaError_t cudaFreeAsync_ptsz(void *ptr, cudaStream_t stream)
+CUDA_HOOK(cudaFreeAsync_ptsz, (void *ptr, cudaStream_t stream), (ptr, stream))
 {
     FORWARD_AND_RECORD_FREE_IF(cudaFreeAsync_ptsz, (ptr, stream), ptr != NULL,
                                record_free(WS_API_cudaFreeAsync_ptsz, rc, ptr, stream, WS_MEM_DEVICE, before));
 }
 
-WS_EXPORT cudaError_t cudaFreeHost(void *ptr)
+CUDA_HOOK(cudaFreeHost, (void *ptr), (ptr))
 {
     FORWARD_AND_RECORD_FREE_IF(cudaFreeHost, (ptr), ptr != NULL,
                                record_free(WS_API_cudaFreeHost, rc, ptr, 0, WS_MEM_HOST, before));
@@ -308,73 +329,91 @@ WS_EXPORT cudaError_t cudaSetDevice(int device)
     if (!fn)
         return MISSING;
     cudaError_t rc = fn(device);
-    if (rc == cudaSuccess)
-        ws_current_device = device;
+    if (rc == cudaSuccess) {
+        ws_self.device = device;
+        ws_self.driver_device = 0; /* the driver's current context may have changed with it */
+    }
     return rc;
 }
 
 /* ---- launches ---------------------------------------------------------------------------- */
 
-WS_EXPORT cudaError_t cudaLaunchKernel(const void *func, dim3 grid, dim3 block, void **args, size_t smem,
-                                       cudaStream_t stream)
+CUDA_HOOK(cudaLaunchKernel, (const void *func, dim3 grid, dim3 block, void **args, size_t smem, cudaStream_t stream),
+          (func, grid, block, args, smem, stream))
 {
+    PACK_LAUNCH_DIMS();
     FORWARD_AND_RECORD(cudaLaunchKernel, (func, grid, block, args, smem, stream),
-                       record_launch(WS_API_cudaLaunchKernel, rc, func, grid, block, smem, stream));
+                       record_launch(WS_API_cudaLaunchKernel, rc, func, packed_grid, packed_block, smem, stream));
 }
 
-WS_EXPORT cudaError_t cudaLaunchKernel_ptsz(const void *func, dim3 grid, dim3 block, void **args, size_t smem,
-                                            cudaStream_t stream)
+CUDA_HOOK(cudaLaunchKernel_ptsz,
+          (const void *func, dim3 grid, dim3 block, void **args, size_t smem, cudaStream_t stream),
+          (func, grid, block, args, smem, stream))
 {
+    PACK_LAUNCH_DIMS();
     FORWARD_AND_RECORD(cudaLaunchKernel_ptsz, (func, grid, block, args, smem, stream),
-                       record_launch(WS_API_cudaLaunchKernel_ptsz, rc, func, grid, block, smem, stream));
+                       record_launch(WS_API_cudaLaunchKernel_ptsz, rc, func, packed_grid, packed_block, smem, stream));
 }
 
-WS_EXPORT cudaError_t cudaLaunchCooperativeKernel(const void *func, dim3 grid, dim3 block, void **args, size_t smem,
-                                                  cudaStream_t stream)
+CUDA_HOOK(cudaLaunchCooperativeKernel,
+          (const void *func, dim3 grid, dim3 block, void **args, size_t smem, cudaStream_t stream),
+          (func, grid, block, args, smem, stream))
 {
-    FORWARD_AND_RECORD(cudaLaunchCooperativeKernel, (func, grid, block, args, smem, stream),
-                       record_launch(WS_API_cudaLaunchCooperativeKernel, rc, func, grid, block, smem, stream));
+    PACK_LAUNCH_DIMS();
+    FORWARD_AND_RECORD(
+        cudaLaunchCooperativeKernel, (func, grid, block, args, smem, stream),
+        record_launch(WS_API_cudaLaunchCooperativeKernel, rc, func, packed_grid, packed_block, smem, stream));
 }
 
-WS_EXPORT cudaError_t cudaLaunchCooperativeKernel_ptsz(const void *func, dim3 grid, dim3 block, void **args,
-                                                       size_t smem, cudaStream_t stream)
+CUDA_HOOK(cudaLaunchCooperativeKernel_ptsz,
+          (const void *func, dim3 grid, dim3 block, void **args, size_t smem, cudaStream_t stream),
+          (func, grid, block, args, smem, stream))
 {
-    FORWARD_AND_RECORD(cudaLaunchCooperativeKernel_ptsz, (func, grid, block, args, smem, stream),
-                       record_launch(WS_API_cudaLaunchCooperativeKernel_ptsz, rc, func, grid, block, smem, stream));
+    PACK_LAUNCH_DIMS();
+    FORWARD_AND_RECORD(
+        cudaLaunchCooperativeKernel_ptsz, (func, grid, block, args, smem, stream),
+        record_launch(WS_API_cudaLaunchCooperativeKernel_ptsz, rc, func, packed_grid, packed_block, smem, stream));
 }
 
 static void record_launch_config(uint8_t api, cudaError_t rc, const cudaLaunchConfig_t *config, const void *func)
 {
     if (config)
-        record_launch(api, rc, func, config->gridDim, config->blockDim, config->dynamicSmemBytes, config->stream);
+        record_launch(api, rc, func, pack_dim3(config->gridDim), pack_dim3(config->blockDim), config->dynamicSmemBytes,
+                      config->stream);
     else
-        record_launch(api, rc, func, (dim3){0, 0, 0}, (dim3){0, 0, 0}, 0, 0);
+        record_launch(api, rc, func, 0, 0, 0, 0);
 }
 
-WS_EXPORT cudaError_t cudaLaunchKernelExC(const cudaLaunchConfig_t *config, const void *func, void **args)
+CUDA_HOOK(cudaLaunchKernelExC, (const cudaLaunchConfig_t *config, const void *func, void **args), (config, func, args))
 {
     FORWARD_AND_RECORD(cudaLaunchKernelExC, (config, func, args),
                        record_launch_config(WS_API_cudaLaunchKernelExC, rc, config, func));
 }
 
-WS_EXPORT cudaError_t cudaLaunchKernelExC_ptsz(const cudaLaunchConfig_t *config, const void *func, void **args)
+CUDA_HOOK(cudaLaunchKernelExC_ptsz, (const cudaLaunchConfig_t *config, const void *func, void **args),
+          (config, func, args))
 {
     FORWARD_AND_RECORD(cudaLaunchKernelExC_ptsz, (config, func, args),
                        record_launch_config(WS_API_cudaLaunchKernelExC_ptsz, rc, config, func));
 }
 
-WS_EXPORT cudaError_t __cudaLaunchKernel(cudaKernel_t kernel, dim3 grid, dim3 block, void **args, size_t smem,
-                                         cudaStream_t stream)
+CUDA_HOOK(__cudaLaunchKernel,
+          (cudaKernel_t kernel, dim3 grid, dim3 block, void **args, size_t smem, cudaStream_t stream),
+          (kernel, grid, block, args, smem, stream))
 {
+    PACK_LAUNCH_DIMS();
     FORWARD_AND_RECORD(__cudaLaunchKernel, (kernel, grid, block, args, smem, stream),
-                       record_launch(WS_API___cudaLaunchKernel, rc, kernel, grid, block, smem, stream));
+                       record_launch(WS_API___cudaLaunchKernel, rc, kernel, packed_grid, packed_block, smem, stream));
 }
 
-WS_EXPORT cudaError_t __cudaLaunchKernel_ptsz(cudaKernel_t kernel, dim3 grid, dim3 block, void **args, size_t smem,
-                                              cudaStream_t stream)
+CUDA_HOOK(__cudaLaunchKernel_ptsz,
+          (cudaKernel_t kernel, dim3 grid, dim3 block, void **args, size_t smem, cudaStream_t stream),
+          (kernel, grid, block, args, smem, stream))
 {
-    FORWARD_AND_RECORD(__cudaLaunchKernel_ptsz, (kernel, grid, block, args, smem, stream),
-                       record_launch(WS_API___cudaLaunchKernel_ptsz, rc, kernel, grid, block, smem, stream));
+    PACK_LAUNCH_DIMS();
+    FORWARD_AND_RECORD(
+        __cudaLaunchKernel_ptsz, (kernel, grid, block, args, smem, stream),
+        record_launch(WS_API___cudaLaunchKernel_ptsz, rc, kernel, packed_grid, packed_block, smem, stream));
 }
 
 static void record_graph_launch(uint8_t api, cudaError_t rc, cudaGraphExec_t exec, cudaStream_t stream)
@@ -390,7 +429,7 @@ static void record_graph_launch(uint8_t api, cudaError_t rc, cudaGraphExec_t exe
     r->ns = ws_now();
     r->u[0] = (uint64_t)(uintptr_t)exec;
     r->u[3] = (uint64_t)(uintptr_t)stream;
-    r->u[5] = (uint64_t)(uint32_t)ws_current_device;
+    r->u[5] = (uint64_t)(uint32_t)ws_self.device;
     ws_rec_commit(1);
     if (rc == cudaSuccess && !captured)
         ws_graph_memory_sample(api);
@@ -487,4 +526,8 @@ void ws_note_function(const void *fn)
         record_symbol(fn, info.dli_sname, 0, 0);
 }
 
-void ws_forget_named_functions(void) { memset(named_cache, 0, sizeof named_cache); }
+void ws_forget_named_functions(void)
+{
+    memset(named_cache, 0, sizeof named_cache);
+    ws_driver_forget_named_functions();
+}

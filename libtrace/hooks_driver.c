@@ -59,35 +59,37 @@ cudaError_t cudaGetDriverEntryPoint_ptsz(const char *symbol, void **funcPtr, uns
 /* What a hook answers when the real function cannot be found. */
 #define DRV_MISSING CUDA_ERROR_NOT_FOUND
 
-/* The body of a driver hook: as WS_FORWARD (graph_hooks.h), with the driver's result type. */
+/* The body of a driver hook's traced half (WS_HOOK, graph_hooks.h): as WS_FORWARD, with the
+ * driver's result type. */
 #define DRV_FORWARD(name, args, RECORD)                                                                                \
     do {                                                                                                               \
-        __typeof__(&name) fn = WS_REAL_FN(name);                                                                       \
-        if (!fn)                                                                                                       \
+        __typeof__(&name) fn = __atomic_load_n(&name##_real_, __ATOMIC_ACQUIRE);                                       \
+        int first_ = fn == NULL;                                                                                       \
+        if (__builtin_expect(first_, 0) && !(fn = WS_REAL_FN_AT_(name, name##_real_)))                                 \
             return DRV_MISSING;                                                                                        \
-        if (!ws_hook_enter())                                                                                          \
+        if (!ws_hook_enter_traced(first_))                                                                             \
             return fn args;                                                                                            \
         CUresult rc = fn args;                                                                                         \
-        int saved = errno;                                                                                             \
+        int saved = *ws_errno();                                                                                       \
         RECORD;                                                                                                        \
         ws_hook_leave(saved);                                                                                          \
         return rc;                                                                                                     \
     } while (0)
 
-/* A free: its time is taken before the call (hooks_cuda.c, FORWARD_AND_RECORD_FREE_IF says why);
- * a free of 0 frees nothing and is not recorded.  RECORD sees the time as `before`. */
+/* A free: its time is taken before the call (hooks_cuda.c, FORWARD_AND_RECORD_FREE_IF says why;
+ * clock_gettime leaves errno alone);  a free of 0 frees nothing and is not recorded.  RECORD sees
+ * the time as `before`. */
 #define DRV_FORWARD_FREE(name, args, handle, RECORD)                                                                   \
     do {                                                                                                               \
-        __typeof__(&name) fn = WS_REAL_FN(name);                                                                       \
-        if (!fn)                                                                                                       \
+        __typeof__(&name) fn = __atomic_load_n(&name##_real_, __ATOMIC_ACQUIRE);                                       \
+        int first_ = fn == NULL;                                                                                       \
+        if (__builtin_expect(first_, 0) && !(fn = WS_REAL_FN_AT_(name, name##_real_)))                                 \
             return DRV_MISSING;                                                                                        \
-        if (!(handle) || !ws_hook_enter())                                                                             \
+        if (!(handle) || !ws_hook_enter_traced(first_))                                                                \
             return fn args;                                                                                            \
-        int saved = errno;                                                                                             \
         uint64_t before = ws_now();                                                                                    \
-        errno = saved;                                                                                                 \
         CUresult rc = fn args;                                                                                         \
-        saved = errno;                                                                                                 \
+        int saved = *ws_errno();                                                                                       \
         RECORD;                                                                                                        \
         ws_hook_leave(saved);                                                                                          \
         return rc;                                                                                                     \
@@ -115,27 +117,20 @@ int ws_driver_per_thread_api(uint8_t api)
 }
 
 /*
- * The device of the calling thread's current context, asked of the driver once and kept until the
- * thread's context may have changed: a context call below (the hooks that only forward and forget
- * it), or a cudaSetDevice seen by the runtime hooks (ws_current_device changed since).
+ * The device of the calling thread's current context, asked of the driver once and kept in
+ * ws_self.driver_device (the device + 1; 0: not known) until the thread's context may have
+ * changed: a context call below (the hooks that only forward and forget it), or a cudaSetDevice
+ * seen by the runtime hooks (hooks_cuda.c forgets it too).
  */
-static WS_TLS struct {
-    int valid, device, runtime_device;
-} device_cache;
+static void forget_device(void) { ws_self.driver_device = 0; }
 
-static void forget_device(void) { device_cache.valid = 0; }
-
-int ws_driver_device(void)
+int ws_driver_device_slow(void)
 {
-    if (__builtin_expect(device_cache.valid && device_cache.runtime_device == ws_current_device, 1))
-        return device_cache.device;
     __typeof__(&cuCtxGetDevice) get = WS_REAL_FN(cuCtxGetDevice);
     CUdevice d;
-    if (!get || get(&d) != CUDA_SUCCESS)
-        return ws_current_device; /* no context yet: asked again next time */
-    device_cache.device = d;
-    device_cache.runtime_device = ws_current_device;
-    device_cache.valid = 1;
+    if (!get || get(&d) != CUDA_SUCCESS || d < 0)
+        return ws_self.device; /* no context yet: asked again next time */
+    ws_self.driver_device = (uint32_t)d + 1;
     return d;
 }
 
@@ -185,8 +180,9 @@ void *ws_driver_pool_attribute_fn(void) { return (void *)WS_REAL_FN(cuMemPoolGet
 /* ---- records ---- */
 
 /* The calling thread's next record with every field written (the hot paths: no clearing first). */
-static inline struct ws_rec *rec_fill(uint8_t type, uint8_t api, CUresult rc, uint64_t ns, uint64_t u0, uint64_t u1,
-                                      uint64_t u2, uint64_t u3, uint64_t u4, uint64_t u5)
+static inline __attribute__((always_inline)) struct ws_rec *rec_fill(uint8_t type, uint8_t api, CUresult rc,
+                                                                     uint64_t ns, uint64_t u0, uint64_t u1, uint64_t u2,
+                                                                     uint64_t u3, uint64_t u4, uint64_t u5)
 {
     struct ws_rec *r = ws_rec_reserve(1);
     if (!r)
@@ -206,21 +202,22 @@ static inline struct ws_rec *rec_fill(uint8_t type, uint8_t api, CUresult rc, ui
     return r;
 }
 
-static void record_alloc(uint8_t api, CUresult rc, uint64_t address, uint64_t requested, uint64_t bytes,
-                         const void *stream, int device, uint32_t memory, uint64_t aux)
+static inline void record_alloc(uint8_t api, CUresult rc, uint64_t address, uint64_t requested, uint64_t bytes,
+                                const void *stream, int device, uint32_t memory, uint64_t aux)
 {
     rec_fill(WS_REC_ALLOC, api, rc, ws_now(), rc == CUDA_SUCCESS ? address : 0, requested,
              rc == CUDA_SUCCESS ? bytes : 0, u64(stream), (uint64_t)(uint32_t)device | (uint64_t)memory << 32, aux);
 }
 
-static void record_free(uint8_t api, CUresult rc, uint64_t address, const void *stream, uint32_t memory, uint64_t stamp)
+static inline void record_free(uint8_t api, CUresult rc, uint64_t address, const void *stream, uint32_t memory,
+                               uint64_t stamp)
 {
     rec_fill(WS_REC_FREE, api, rc, stamp, address, 0, 0, u64(stream),
              (uint64_t)(uint32_t)ws_driver_device() | (uint64_t)memory << 32, 0);
 }
 
-static void record_simple_alloc(uint8_t api, CUresult rc, const CUdeviceptr *dptr, size_t size, uint32_t memory,
-                                uint64_t aux)
+static inline void record_simple_alloc(uint8_t api, CUresult rc, const CUdeviceptr *dptr, size_t size, uint32_t memory,
+                                       uint64_t aux)
 {
     record_alloc(api, rc, dptr ? *dptr : 0, size, size, NULL, ws_driver_device(), memory, aux);
 }
@@ -232,7 +229,7 @@ static void record_host_alloc(uint8_t api, CUresult rc, void *const *pp, size_t 
 
 /* ---- allocation and free ---- */
 
-WS_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
+WS_HOOK(CUresult, cuMemAlloc_v2, (CUdeviceptr * dptr, size_t bytesize), (dptr, bytesize))
 {
     DRV_FORWARD(cuMemAlloc_v2, (dptr, bytesize),
                 record_simple_alloc(WS_API_cuMemAlloc_v2, rc, dptr, bytesize, WS_MEM_DEVICE, 0));
@@ -249,37 +246,38 @@ static void record_pitch(CUresult rc, const CUdeviceptr *dptr, const size_t *pit
                  WS_MEM_DEVICE, rc == CUDA_SUCCESS && pitch ? *pitch : 0);
 }
 
-WS_EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPitch, size_t WidthInBytes, size_t Height,
-                                      unsigned int ElementSizeBytes)
+WS_HOOK(CUresult, cuMemAllocPitch_v2,
+        (CUdeviceptr * dptr, size_t *pPitch, size_t WidthInBytes, size_t Height, unsigned int ElementSizeBytes),
+        (dptr, pPitch, WidthInBytes, Height, ElementSizeBytes))
 {
     DRV_FORWARD(cuMemAllocPitch_v2, (dptr, pPitch, WidthInBytes, Height, ElementSizeBytes),
                 record_pitch(rc, dptr, pPitch, WidthInBytes, Height));
 }
 
-WS_EXPORT CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigned int flags)
+WS_HOOK(CUresult, cuMemAllocManaged, (CUdeviceptr * dptr, size_t bytesize, unsigned int flags), (dptr, bytesize, flags))
 {
     DRV_FORWARD(cuMemAllocManaged, (dptr, bytesize, flags),
                 record_simple_alloc(WS_API_cuMemAllocManaged, rc, dptr, bytesize, WS_MEM_MANAGED, flags));
 }
 
-WS_EXPORT CUresult cuMemAllocHost_v2(void **pp, size_t bytesize)
+WS_HOOK(CUresult, cuMemAllocHost_v2, (void **pp, size_t bytesize), (pp, bytesize))
 {
     DRV_FORWARD(cuMemAllocHost_v2, (pp, bytesize), record_host_alloc(WS_API_cuMemAllocHost_v2, rc, pp, bytesize, 0));
 }
 
-WS_EXPORT CUresult cuMemHostAlloc(void **pp, size_t bytesize, unsigned int Flags)
+WS_HOOK(CUresult, cuMemHostAlloc, (void **pp, size_t bytesize, unsigned int Flags), (pp, bytesize, Flags))
 {
     DRV_FORWARD(cuMemHostAlloc, (pp, bytesize, Flags),
                 record_host_alloc(WS_API_cuMemHostAlloc, rc, pp, bytesize, Flags));
 }
 
-WS_EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr)
+WS_HOOK(CUresult, cuMemFree_v2, (CUdeviceptr dptr), (dptr))
 {
     DRV_FORWARD_FREE(cuMemFree_v2, (dptr), dptr,
                      record_free(WS_API_cuMemFree_v2, rc, dptr, NULL, WS_MEM_DEVICE, before));
 }
 
-WS_EXPORT CUresult cuMemFreeHost(void *p)
+WS_HOOK(CUresult, cuMemFreeHost, (void *p), (p))
 {
     DRV_FORWARD_FREE(cuMemFreeHost, (p), p, record_free(WS_API_cuMemFreeHost, rc, u64(p), NULL, WS_MEM_HOST, before));
 }
@@ -307,25 +305,28 @@ static void record_async_alloc(uint8_t api, CUresult rc, const CUdeviceptr *dptr
         ws_pool_sample(api, p);
 }
 
-WS_EXPORT CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize, CUstream hStream)
+WS_HOOK(CUresult, cuMemAllocAsync, (CUdeviceptr * dptr, size_t bytesize, CUstream hStream), (dptr, bytesize, hStream))
 {
     DRV_FORWARD(cuMemAllocAsync, (dptr, bytesize, hStream),
                 record_async_alloc(WS_API_cuMemAllocAsync, rc, dptr, bytesize, hStream, NULL));
 }
 
-WS_EXPORT CUresult cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUstream hStream)
+WS_HOOK(CUresult, cuMemAllocAsync_ptsz, (CUdeviceptr * dptr, size_t bytesize, CUstream hStream),
+        (dptr, bytesize, hStream))
 {
     DRV_FORWARD(cuMemAllocAsync_ptsz, (dptr, bytesize, hStream),
                 record_async_alloc(WS_API_cuMemAllocAsync_ptsz, rc, dptr, bytesize, hStream, NULL));
 }
 
-WS_EXPORT CUresult cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool, CUstream hStream)
+WS_HOOK(CUresult, cuMemAllocFromPoolAsync, (CUdeviceptr * dptr, size_t bytesize, CUmemoryPool pool, CUstream hStream),
+        (dptr, bytesize, pool, hStream))
 {
     DRV_FORWARD(cuMemAllocFromPoolAsync, (dptr, bytesize, pool, hStream),
                 record_async_alloc(WS_API_cuMemAllocFromPoolAsync, rc, dptr, bytesize, hStream, pool));
 }
 
-WS_EXPORT CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool, CUstream hStream)
+WS_HOOK(CUresult, cuMemAllocFromPoolAsync_ptsz,
+        (CUdeviceptr * dptr, size_t bytesize, CUmemoryPool pool, CUstream hStream), (dptr, bytesize, pool, hStream))
 {
     DRV_FORWARD(cuMemAllocFromPoolAsync_ptsz, (dptr, bytesize, pool, hStream),
                 record_async_alloc(WS_API_cuMemAllocFromPoolAsync_ptsz, rc, dptr, bytesize, hStream, pool));
@@ -338,13 +339,13 @@ static void record_async_free(uint8_t api, CUresult rc, CUdeviceptr dptr, CUstre
     record_free(api, rc, dptr, stream, WS_MEM_DEVICE, before);
 }
 
-WS_EXPORT CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream)
+WS_HOOK(CUresult, cuMemFreeAsync, (CUdeviceptr dptr, CUstream hStream), (dptr, hStream))
 {
     DRV_FORWARD_FREE(cuMemFreeAsync, (dptr, hStream), dptr,
                      record_async_free(WS_API_cuMemFreeAsync, rc, dptr, hStream, before));
 }
 
-WS_EXPORT CUresult cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream hStream)
+WS_HOOK(CUresult, cuMemFreeAsync_ptsz, (CUdeviceptr dptr, CUstream hStream), (dptr, hStream))
 {
     DRV_FORWARD_FREE(cuMemFreeAsync_ptsz, (dptr, hStream), dptr,
                      record_async_free(WS_API_cuMemFreeAsync_ptsz, rc, dptr, hStream, before));
@@ -354,25 +355,26 @@ WS_EXPORT CUresult cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream hStream)
 
 static uint64_t pool_of(const CUmemoryPool *pool) { return pool ? u64(*pool) : 0; }
 
-WS_EXPORT CUresult cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *poolProps)
+WS_HOOK(CUresult, cuMemPoolCreate, (CUmemoryPool * pool, const CUmemPoolProps *poolProps), (pool, poolProps))
 {
     DRV_FORWARD(cuMemPoolCreate, (pool, poolProps),
                 ws_pool_create_record(WS_API_cuMemPoolCreate, rc, rc == CUDA_SUCCESS ? pool_of(pool) : 0,
                                       poolProps ? poolProps->location.id : 0, poolProps ? poolProps->maxSize : 0));
 }
 
-WS_EXPORT CUresult cuMemPoolDestroy(CUmemoryPool pool)
+WS_HOOK(CUresult, cuMemPoolDestroy, (CUmemoryPool pool), (pool))
 {
     DRV_FORWARD(cuMemPoolDestroy, (pool), ws_pool_destroy_record(WS_API_cuMemPoolDestroy, rc, u64(pool)));
 }
 
-WS_EXPORT CUresult cuMemPoolTrimTo(CUmemoryPool pool, size_t minBytesToKeep)
+WS_HOOK(CUresult, cuMemPoolTrimTo, (CUmemoryPool pool, size_t minBytesToKeep), (pool, minBytesToKeep))
 {
     DRV_FORWARD(cuMemPoolTrimTo, (pool, minBytesToKeep),
                 ws_pool_change_record(WS_API_cuMemPoolTrimTo, rc, u64(pool), minBytesToKeep, 0));
 }
 
-WS_EXPORT CUresult cuMemPoolSetAttribute(CUmemoryPool pool, CUmemPool_attribute attr, void *value)
+WS_HOOK(CUresult, cuMemPoolSetAttribute, (CUmemoryPool pool, CUmemPool_attribute attr, void *value),
+        (pool, attr, value))
 {
     DRV_FORWARD(cuMemPoolSetAttribute, (pool, attr, value),
                 ws_pool_change_record(WS_API_cuMemPoolSetAttribute, rc, u64(pool), (uint64_t)attr,
@@ -381,7 +383,7 @@ WS_EXPORT CUresult cuMemPoolSetAttribute(CUmemoryPool pool, CUmemPool_attribute 
 
 /* A device's current pool: what its later cuMemAllocAsync calls draw from (asked of the driver at
  * each, so nothing is kept here). */
-WS_EXPORT CUresult cuDeviceSetMemPool(CUdevice dev, CUmemoryPool pool)
+WS_HOOK(CUresult, cuDeviceSetMemPool, (CUdevice dev, CUmemoryPool pool), (dev, pool))
 {
     DRV_FORWARD(cuDeviceSetMemPool, (dev, pool),
                 ws_pool_change_record(WS_API_cuDeviceSetMemPool, rc, u64(pool), (uint64_t)(uint32_t)dev, 0));
@@ -389,21 +391,21 @@ WS_EXPORT CUresult cuDeviceSetMemPool(CUdevice dev, CUmemoryPool pool)
 
 /* ---- host registration ---- */
 
-WS_EXPORT CUresult cuMemHostRegister(void *p, size_t bytesize, unsigned int Flags)
+WS_HOOK(CUresult, cuMemHostRegister, (void *p, size_t bytesize, unsigned int Flags), (p, bytesize, Flags))
 {
     DRV_FORWARD(cuMemHostRegister, (p, bytesize, Flags),
                 record_alloc(WS_API_cuMemHostRegister, rc, u64(p), bytesize, bytesize, NULL, ws_driver_device(),
                              WS_MEM_HOST, Flags));
 }
 
-WS_EXPORT CUresult cuMemHostRegister_v2(void *p, size_t bytesize, unsigned int Flags)
+WS_HOOK(CUresult, cuMemHostRegister_v2, (void *p, size_t bytesize, unsigned int Flags), (p, bytesize, Flags))
 {
     DRV_FORWARD(cuMemHostRegister_v2, (p, bytesize, Flags),
                 record_alloc(WS_API_cuMemHostRegister_v2, rc, u64(p), bytesize, bytesize, NULL, ws_driver_device(),
                              WS_MEM_HOST, Flags));
 }
 
-WS_EXPORT CUresult cuMemHostUnregister(void *p)
+WS_HOOK(CUresult, cuMemHostUnregister, (void *p), (p))
 {
     DRV_FORWARD_FREE(cuMemHostUnregister, (p), p,
                      record_free(WS_API_cuMemHostUnregister, rc, u64(p), NULL, WS_MEM_HOST, before));
@@ -458,7 +460,7 @@ static void record_array(uint8_t api, CUresult rc, const void *handle, uint64_t 
                              channels > 3 ? (int)bits : 0, kind));
 }
 
-WS_EXPORT CUresult cuArrayCreate_v2(CUarray *pHandle, const CUDA_ARRAY_DESCRIPTOR *d)
+WS_HOOK(CUresult, cuArrayCreate_v2, (CUarray * pHandle, const CUDA_ARRAY_DESCRIPTOR *d), (pHandle, d))
 {
     DRV_FORWARD(cuArrayCreate_v2, (pHandle, d),
                 record_array(WS_API_cuArrayCreate_v2, rc, pHandle && rc == CUDA_SUCCESS ? *pHandle : NULL,
@@ -466,7 +468,7 @@ WS_EXPORT CUresult cuArrayCreate_v2(CUarray *pHandle, const CUDA_ARRAY_DESCRIPTO
                              d ? d->Format : (CUarray_format)0, 0, 0));
 }
 
-WS_EXPORT CUresult cuArray3DCreate_v2(CUarray *pHandle, const CUDA_ARRAY3D_DESCRIPTOR *d)
+WS_HOOK(CUresult, cuArray3DCreate_v2, (CUarray * pHandle, const CUDA_ARRAY3D_DESCRIPTOR *d), (pHandle, d))
 {
     DRV_FORWARD(cuArray3DCreate_v2, (pHandle, d),
                 record_array(WS_API_cuArray3DCreate_v2, rc, pHandle && rc == CUDA_SUCCESS ? *pHandle : NULL,
@@ -474,8 +476,9 @@ WS_EXPORT CUresult cuArray3DCreate_v2(CUarray *pHandle, const CUDA_ARRAY3D_DESCR
                              d ? d->Format : (CUarray_format)0, d ? d->Flags : 0, 0));
 }
 
-WS_EXPORT CUresult cuMipmappedArrayCreate(CUmipmappedArray *pHandle, const CUDA_ARRAY3D_DESCRIPTOR *d,
-                                          unsigned int numMipmapLevels)
+WS_HOOK(CUresult, cuMipmappedArrayCreate,
+        (CUmipmappedArray * pHandle, const CUDA_ARRAY3D_DESCRIPTOR *d, unsigned int numMipmapLevels),
+        (pHandle, d, numMipmapLevels))
 {
     DRV_FORWARD(cuMipmappedArrayCreate, (pHandle, d, numMipmapLevels),
                 record_array(WS_API_cuMipmappedArrayCreate, rc, pHandle && rc == CUDA_SUCCESS ? *pHandle : NULL,
@@ -484,13 +487,13 @@ WS_EXPORT CUresult cuMipmappedArrayCreate(CUmipmappedArray *pHandle, const CUDA_
                              numMipmapLevels ? numMipmapLevels : 1));
 }
 
-WS_EXPORT CUresult cuArrayDestroy(CUarray hArray)
+WS_HOOK(CUresult, cuArrayDestroy, (CUarray hArray), (hArray))
 {
     DRV_FORWARD_FREE(cuArrayDestroy, (hArray), hArray,
                      record_free(WS_API_cuArrayDestroy, rc, u64(hArray), NULL, WS_MEM_DEVICE, before));
 }
 
-WS_EXPORT CUresult cuMipmappedArrayDestroy(CUmipmappedArray hMipmappedArray)
+WS_HOOK(CUresult, cuMipmappedArrayDestroy, (CUmipmappedArray hMipmappedArray), (hMipmappedArray))
 {
     DRV_FORWARD_FREE(
         cuMipmappedArrayDestroy, (hMipmappedArray), hMipmappedArray,
@@ -517,19 +520,21 @@ static void record_ipc_open(uint8_t api, CUresult rc, const CUdeviceptr *dptr, u
     record_alloc(api, rc, p, bytes, bytes, NULL, ws_driver_device(), WS_MEM_IPC, flags);
 }
 
-WS_EXPORT CUresult cuIpcOpenMemHandle(CUdeviceptr *pdptr, CUipcMemHandle handle, unsigned int Flags)
+WS_HOOK(CUresult, cuIpcOpenMemHandle, (CUdeviceptr * pdptr, CUipcMemHandle handle, unsigned int Flags),
+        (pdptr, handle, Flags))
 {
     DRV_FORWARD(cuIpcOpenMemHandle, (pdptr, handle, Flags),
                 record_ipc_open(WS_API_cuIpcOpenMemHandle, rc, pdptr, Flags));
 }
 
-WS_EXPORT CUresult cuIpcOpenMemHandle_v2(CUdeviceptr *pdptr, CUipcMemHandle handle, unsigned int Flags)
+WS_HOOK(CUresult, cuIpcOpenMemHandle_v2, (CUdeviceptr * pdptr, CUipcMemHandle handle, unsigned int Flags),
+        (pdptr, handle, Flags))
 {
     DRV_FORWARD(cuIpcOpenMemHandle_v2, (pdptr, handle, Flags),
                 record_ipc_open(WS_API_cuIpcOpenMemHandle_v2, rc, pdptr, Flags));
 }
 
-WS_EXPORT CUresult cuIpcCloseMemHandle(CUdeviceptr dptr)
+WS_HOOK(CUresult, cuIpcCloseMemHandle, (CUdeviceptr dptr), (dptr))
 {
     DRV_FORWARD_FREE(cuIpcCloseMemHandle, (dptr), dptr,
                      record_free(WS_API_cuIpcCloseMemHandle, rc, dptr, NULL, WS_MEM_IPC, before));
@@ -546,13 +551,14 @@ static void record_create(CUresult rc, const CUmemGenericAllocationHandle *handl
                  on_device ? WS_MEM_DEVICE : WS_MEM_HOST, prop ? (uint64_t)prop->requestedHandleTypes : 0);
 }
 
-WS_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size, const CUmemAllocationProp *prop,
-                               unsigned long long flags)
+WS_HOOK(CUresult, cuMemCreate,
+        (CUmemGenericAllocationHandle * handle, size_t size, const CUmemAllocationProp *prop, unsigned long long flags),
+        (handle, size, prop, flags))
 {
     DRV_FORWARD(cuMemCreate, (handle, size, prop, flags), record_create(rc, handle, size, prop));
 }
 
-WS_EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle handle)
+WS_HOOK(CUresult, cuMemRelease, (CUmemGenericAllocationHandle handle), (handle))
 {
     DRV_FORWARD_FREE(cuMemRelease, (handle), handle,
                      record_free(WS_API_cuMemRelease, rc, handle, NULL, WS_MEM_DEVICE, before));
@@ -574,27 +580,29 @@ static void record_vmm(uint8_t api, CUresult rc, uint64_t address, uint64_t byte
     ws_rec_commit(1);
 }
 
-WS_EXPORT CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAllocationHandle handle,
-                            unsigned long long flags)
+WS_HOOK(CUresult, cuMemMap,
+        (CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAllocationHandle handle, unsigned long long flags),
+        (ptr, size, offset, handle, flags))
 {
     DRV_FORWARD(cuMemMap, (ptr, size, offset, handle, flags),
                 record_vmm(WS_API_cuMemMap, rc, ptr, size, offset, handle, 0));
 }
 
-WS_EXPORT CUresult cuMemUnmap(CUdeviceptr ptr, size_t size)
+WS_HOOK(CUresult, cuMemUnmap, (CUdeviceptr ptr, size_t size), (ptr, size))
 {
     DRV_FORWARD_FREE(cuMemUnmap, (ptr, size), ptr, record_vmm(WS_API_cuMemUnmap, rc, ptr, size, 0, 0, before));
 }
 
-WS_EXPORT CUresult cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t alignment, CUdeviceptr addr,
-                                       unsigned long long flags)
+WS_HOOK(CUresult, cuMemAddressReserve,
+        (CUdeviceptr * ptr, size_t size, size_t alignment, CUdeviceptr addr, unsigned long long flags),
+        (ptr, size, alignment, addr, flags))
 {
     DRV_FORWARD(
         cuMemAddressReserve, (ptr, size, alignment, addr, flags),
         record_vmm(WS_API_cuMemAddressReserve, rc, rc == CUDA_SUCCESS && ptr ? *ptr : 0, size, alignment, addr, 0));
 }
 
-WS_EXPORT CUresult cuMemAddressFree(CUdeviceptr ptr, size_t size)
+WS_HOOK(CUresult, cuMemAddressFree, (CUdeviceptr ptr, size_t size), (ptr, size))
 {
     DRV_FORWARD_FREE(cuMemAddressFree, (ptr, size), ptr,
                      record_vmm(WS_API_cuMemAddressFree, rc, ptr, size, 0, 0, before));
@@ -604,23 +612,20 @@ WS_EXPORT CUresult cuMemAddressFree(CUdeviceptr ptr, size_t size)
 
 /* A launched function (a CUfunction, or a CUkernel) is named once per thread and spool, from the
  * driver (cuFuncGetName, 12.3 and later; nothing is named with an older driver); a direct-mapped
- * cache of what was named keeps a kernel seen again to one compare. */
+ * cache of what was named keeps a kernel seen again to one compare.  A forked child names its
+ * kernels again: ws_forget_named_functions() (hooks_cuda.c) clears the cache in the child. */
 #define NAMED_SLOTS 64u
 static WS_TLS CUfunction named_cache[NAMED_SLOTS];
-static WS_TLS uint64_t named_generation;
 
-void ws_driver_note_function(const void *fn)
+static inline unsigned named_slot(CUfunction f)
 {
-    CUfunction f = (CUfunction)fn;
     uintptr_t a = (uintptr_t)f;
-    unsigned slot = (unsigned)((a >> 4) ^ (a >> 10)) & (NAMED_SLOTS - 1);
-    if (named_generation != ws_self.generation) { /* a forked child names its kernels again */
-        memset(named_cache, 0, sizeof named_cache);
-        named_generation = ws_self.generation;
-    }
-    if (!f || named_cache[slot] == f)
-        return;
-    named_cache[slot] = f;
+    return (unsigned)((a >> 4) ^ (a >> 10)) & (NAMED_SLOTS - 1);
+}
+
+static __attribute__((noinline)) void name_function(CUfunction f)
+{
+    named_cache[named_slot(f)] = f;
     __typeof__(&cuFuncGetName) get = WS_REAL_FN(cuFuncGetName);
     const char *name = NULL;
     if (!get || get(&name, f) != CUDA_SUCCESS || !name)
@@ -634,70 +639,97 @@ void ws_driver_note_function(const void *fn)
     ws_rec_commit(n);
 }
 
-static void record_launch(uint8_t api, CUresult rc, CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
-                          unsigned by, unsigned bz, unsigned smem, CUstream stream)
+static inline void note_function(CUfunction f)
 {
-    ws_driver_note_function(f);
-    if (rc == CUDA_SUCCESS)
-        ws_capture_note(api, stream);
-    rec_fill(WS_REC_LAUNCH, api, rc, ws_now(), u64(f), ws_pack_dim3(gx, gy, gz), ws_pack_dim3(bx, by, bz), u64(stream),
-             smem, (uint64_t)(uint32_t)ws_driver_device());
+    if (__builtin_expect(named_cache[named_slot(f)] != f, 0) && f)
+        name_function(f);
 }
 
-WS_EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ,
-                                  unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ,
-                                  unsigned int sharedMemBytes, CUstream hStream, void **kernelParams, void **extra)
+void ws_driver_note_function(const void *fn) { note_function((CUfunction)fn); }
+
+void ws_driver_forget_named_functions(void) { memset(named_cache, 0, sizeof named_cache); }
+
+/* grid and block: packed with ws_pack_dim3 (LAUNCH_DIMS: before the real call, so that two values
+ * live across it rather than six). */
+static inline void record_launch(uint8_t api, CUresult rc, CUfunction f, uint64_t grid, uint64_t block, unsigned smem,
+                                 CUstream stream)
 {
+    note_function(f);
+    if (rc == CUDA_SUCCESS)
+        ws_capture_note(api, stream);
+    rec_fill(WS_REC_LAUNCH, api, rc, ws_now(), u64(f), grid, block, u64(stream), smem,
+             (uint64_t)(uint32_t)ws_driver_device());
+}
+
+#define LAUNCH_DIMS(gx, gy, gz, bx, by, bz)                                                                            \
+    uint64_t grid = ws_pack_dim3(gx, gy, gz), block = ws_pack_dim3(bx, by, bz);                                        \
+    __asm__("" : "+r"(grid), "+r"(block)) /* packed here, not after the call */
+
+WS_HOOK(CUresult, cuLaunchKernel,
+        (CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ, unsigned int blockDimX,
+         unsigned int blockDimY, unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream,
+         void **kernelParams, void **extra),
+        (f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes, hStream, kernelParams,
+         extra))
+{
+    LAUNCH_DIMS(gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ);
     DRV_FORWARD(cuLaunchKernel,
                 (f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes, hStream,
                  kernelParams, extra),
-                record_launch(WS_API_cuLaunchKernel, rc, f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY,
-                              blockDimZ, sharedMemBytes, hStream));
+                record_launch(WS_API_cuLaunchKernel, rc, f, grid, block, sharedMemBytes, hStream));
 }
 
-WS_EXPORT CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
-                                       unsigned bz, unsigned smem, CUstream hStream, void **params, void **extra)
+WS_HOOK(CUresult, cuLaunchKernel_ptsz,
+        (CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz, unsigned smem,
+         CUstream hStream, void **params, void **extra),
+        (f, gx, gy, gz, bx, by, bz, smem, hStream, params, extra))
 {
+    LAUNCH_DIMS(gx, gy, gz, bx, by, bz);
     DRV_FORWARD(cuLaunchKernel_ptsz, (f, gx, gy, gz, bx, by, bz, smem, hStream, params, extra),
-                record_launch(WS_API_cuLaunchKernel_ptsz, rc, f, gx, gy, gz, bx, by, bz, smem, hStream));
+                record_launch(WS_API_cuLaunchKernel_ptsz, rc, f, grid, block, smem, hStream));
 }
 
-WS_EXPORT CUresult cuLaunchCooperativeKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
-                                             unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY,
-                                             unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream,
-                                             void **kernelParams)
+WS_HOOK(CUresult, cuLaunchCooperativeKernel,
+        (CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ, unsigned int blockDimX,
+         unsigned int blockDimY, unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream,
+         void **kernelParams),
+        (f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes, hStream, kernelParams))
 {
+    LAUNCH_DIMS(gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ);
     DRV_FORWARD(
         cuLaunchCooperativeKernel,
         (f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes, hStream, kernelParams),
-        record_launch(WS_API_cuLaunchCooperativeKernel, rc, f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY,
-                      blockDimZ, sharedMemBytes, hStream));
+        record_launch(WS_API_cuLaunchCooperativeKernel, rc, f, grid, block, sharedMemBytes, hStream));
 }
 
-WS_EXPORT CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
-                                                  unsigned by, unsigned bz, unsigned smem, CUstream hStream,
-                                                  void **params)
+WS_HOOK(CUresult, cuLaunchCooperativeKernel_ptsz,
+        (CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz, unsigned smem,
+         CUstream hStream, void **params),
+        (f, gx, gy, gz, bx, by, bz, smem, hStream, params))
 {
+    LAUNCH_DIMS(gx, gy, gz, bx, by, bz);
     DRV_FORWARD(cuLaunchCooperativeKernel_ptsz, (f, gx, gy, gz, bx, by, bz, smem, hStream, params),
-                record_launch(WS_API_cuLaunchCooperativeKernel_ptsz, rc, f, gx, gy, gz, bx, by, bz, smem, hStream));
+                record_launch(WS_API_cuLaunchCooperativeKernel_ptsz, rc, f, grid, block, smem, hStream));
 }
 
 static void record_launch_config(uint8_t api, CUresult rc, const CUlaunchConfig *c, CUfunction f)
 {
     if (c)
-        record_launch(api, rc, f, c->gridDimX, c->gridDimY, c->gridDimZ, c->blockDimX, c->blockDimY, c->blockDimZ,
-                      c->sharedMemBytes, c->hStream);
+        record_launch(api, rc, f, ws_pack_dim3(c->gridDimX, c->gridDimY, c->gridDimZ),
+                      ws_pack_dim3(c->blockDimX, c->blockDimY, c->blockDimZ), c->sharedMemBytes, c->hStream);
     else
-        record_launch(api, rc, f, 0, 0, 0, 0, 0, 0, 0, NULL);
+        record_launch(api, rc, f, 0, 0, 0, NULL);
 }
 
-WS_EXPORT CUresult cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f, void **kernelParams, void **extra)
+WS_HOOK(CUresult, cuLaunchKernelEx, (const CUlaunchConfig *config, CUfunction f, void **kernelParams, void **extra),
+        (config, f, kernelParams, extra))
 {
     DRV_FORWARD(cuLaunchKernelEx, (config, f, kernelParams, extra),
                 record_launch_config(WS_API_cuLaunchKernelEx, rc, config, f));
 }
 
-WS_EXPORT CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig *config, CUfunction f, void **params, void **extra)
+WS_HOOK(CUresult, cuLaunchKernelEx_ptsz, (const CUlaunchConfig *config, CUfunction f, void **params, void **extra),
+        (config, f, params, extra))
 {
     DRV_FORWARD(cuLaunchKernelEx_ptsz, (config, f, params, extra),
                 record_launch_config(WS_API_cuLaunchKernelEx_ptsz, rc, config, f));

@@ -44,16 +44,17 @@ CUresult cuGraphInstantiateWithParams_ptsz(CUgraphExec *phGraphExec, CUgraph hGr
 
 #define DRV_MISSING CUDA_ERROR_NOT_FOUND
 
-/* As DRV_FORWARD in hooks_driver.c. */
+/* As DRV_FORWARD in hooks_driver.c (the traced half of a WS_HOOK). */
 #define DRV_FORWARD(name, args, RECORD)                                                                                \
     do {                                                                                                               \
-        __typeof__(&name) fn = WS_REAL_FN(name);                                                                       \
-        if (!fn)                                                                                                       \
+        __typeof__(&name) fn = __atomic_load_n(&name##_real_, __ATOMIC_ACQUIRE);                                       \
+        int first_ = fn == NULL;                                                                                       \
+        if (__builtin_expect(first_, 0) && !(fn = WS_REAL_FN_AT_(name, name##_real_)))                                 \
             return DRV_MISSING;                                                                                        \
-        if (!ws_hook_enter())                                                                                          \
+        if (!ws_hook_enter_traced(first_))                                                                             \
             return fn args;                                                                                            \
         CUresult rc = fn args;                                                                                         \
-        int saved = errno;                                                                                             \
+        int saved = *ws_errno();                                                                                       \
         RECORD;                                                                                                        \
         ws_hook_leave(saved);                                                                                          \
         return rc;                                                                                                     \
@@ -63,42 +64,44 @@ static uint64_t u64(const void *p) { return (uint64_t)(uintptr_t)p; }
 
 /* ---- stream capture ---- */
 
-WS_EXPORT CUresult cuStreamBeginCapture(CUstream hStream)
+WS_HOOK(CUresult, cuStreamBeginCapture, (CUstream hStream), (hStream))
 {
     DRV_FORWARD(cuStreamBeginCapture, (hStream),
                 ws_capture_begin_record(WS_API_cuStreamBeginCapture, rc, hStream, CU_STREAM_CAPTURE_MODE_GLOBAL, NULL));
 }
 
-WS_EXPORT CUresult cuStreamBeginCapture_ptsz(CUstream hStream)
+WS_HOOK(CUresult, cuStreamBeginCapture_ptsz, (CUstream hStream), (hStream))
 {
     DRV_FORWARD(
         cuStreamBeginCapture_ptsz, (hStream),
         ws_capture_begin_record(WS_API_cuStreamBeginCapture_ptsz, rc, hStream, CU_STREAM_CAPTURE_MODE_GLOBAL, NULL));
 }
 
-WS_EXPORT CUresult cuStreamBeginCapture_v2(CUstream hStream, CUstreamCaptureMode mode)
+WS_HOOK(CUresult, cuStreamBeginCapture_v2, (CUstream hStream, CUstreamCaptureMode mode), (hStream, mode))
 {
     DRV_FORWARD(cuStreamBeginCapture_v2, (hStream, mode),
                 ws_capture_begin_record(WS_API_cuStreamBeginCapture_v2, rc, hStream, mode, NULL));
 }
 
-WS_EXPORT CUresult cuStreamBeginCapture_v2_ptsz(CUstream hStream, CUstreamCaptureMode mode)
+WS_HOOK(CUresult, cuStreamBeginCapture_v2_ptsz, (CUstream hStream, CUstreamCaptureMode mode), (hStream, mode))
 {
     DRV_FORWARD(cuStreamBeginCapture_v2_ptsz, (hStream, mode),
                 ws_capture_begin_record(WS_API_cuStreamBeginCapture_v2_ptsz, rc, hStream, mode, NULL));
 }
 
-WS_EXPORT CUresult cuStreamBeginCaptureToGraph(CUstream hStream, CUgraph hGraph, const CUgraphNode *dependencies,
-                                               const CUgraphEdgeData *dependencyData, size_t numDependencies,
-                                               CUstreamCaptureMode mode)
+WS_HOOK(CUresult, cuStreamBeginCaptureToGraph,
+        (CUstream hStream, CUgraph hGraph, const CUgraphNode *dependencies, const CUgraphEdgeData *dependencyData,
+         size_t numDependencies, CUstreamCaptureMode mode),
+        (hStream, hGraph, dependencies, dependencyData, numDependencies, mode))
 {
     DRV_FORWARD(cuStreamBeginCaptureToGraph, (hStream, hGraph, dependencies, dependencyData, numDependencies, mode),
                 ws_capture_begin_record(WS_API_cuStreamBeginCaptureToGraph, rc, hStream, mode, hGraph));
 }
 
-WS_EXPORT CUresult cuStreamBeginCaptureToGraph_ptsz(CUstream hStream, CUgraph hGraph, const CUgraphNode *dependencies,
-                                                    const CUgraphEdgeData *dependencyData, size_t numDependencies,
-                                                    CUstreamCaptureMode mode)
+WS_HOOK(CUresult, cuStreamBeginCaptureToGraph_ptsz,
+        (CUstream hStream, CUgraph hGraph, const CUgraphNode *dependencies, const CUgraphEdgeData *dependencyData,
+         size_t numDependencies, CUstreamCaptureMode mode),
+        (hStream, hGraph, dependencies, dependencyData, numDependencies, mode))
 {
     DRV_FORWARD(cuStreamBeginCaptureToGraph_ptsz,
                 (hStream, hGraph, dependencies, dependencyData, numDependencies, mode),
@@ -407,36 +410,41 @@ static void record_structure(uint8_t api, CUresult rc, CUgraphExec *exec, CUgrap
     ws_graph_structure_record(api, rc, exec && rc == CUDA_SUCCESS ? *exec : NULL, graph, flags, driver_walk);
 }
 
-WS_EXPORT CUresult cuGraphInstantiate(CUgraphExec *phGraphExec, CUgraph hGraph, CUgraphNode *phErrorNode,
-                                      char *logBuffer, size_t bufferSize)
+WS_HOOK(CUresult, cuGraphInstantiate,
+        (CUgraphExec * phGraphExec, CUgraph hGraph, CUgraphNode *phErrorNode, char *logBuffer, size_t bufferSize),
+        (phGraphExec, hGraph, phErrorNode, logBuffer, bufferSize))
 {
     DRV_FORWARD(cuGraphInstantiate, (phGraphExec, hGraph, phErrorNode, logBuffer, bufferSize),
                 record_structure(WS_API_cuGraphInstantiate, rc, phGraphExec, hGraph, 0));
 }
 
-WS_EXPORT CUresult cuGraphInstantiate_v2(CUgraphExec *phGraphExec, CUgraph hGraph, CUgraphNode *phErrorNode,
-                                         char *logBuffer, size_t bufferSize)
+WS_HOOK(CUresult, cuGraphInstantiate_v2,
+        (CUgraphExec * phGraphExec, CUgraph hGraph, CUgraphNode *phErrorNode, char *logBuffer, size_t bufferSize),
+        (phGraphExec, hGraph, phErrorNode, logBuffer, bufferSize))
 {
     DRV_FORWARD(cuGraphInstantiate_v2, (phGraphExec, hGraph, phErrorNode, logBuffer, bufferSize),
                 record_structure(WS_API_cuGraphInstantiate_v2, rc, phGraphExec, hGraph, 0));
 }
 
-WS_EXPORT CUresult cuGraphInstantiateWithFlags(CUgraphExec *phGraphExec, CUgraph hGraph, unsigned long long flags)
+WS_HOOK(CUresult, cuGraphInstantiateWithFlags, (CUgraphExec * phGraphExec, CUgraph hGraph, unsigned long long flags),
+        (phGraphExec, hGraph, flags))
 {
     DRV_FORWARD(cuGraphInstantiateWithFlags, (phGraphExec, hGraph, flags),
                 record_structure(WS_API_cuGraphInstantiateWithFlags, rc, phGraphExec, hGraph, flags));
 }
 
-WS_EXPORT CUresult cuGraphInstantiateWithParams(CUgraphExec *phGraphExec, CUgraph hGraph,
-                                                CUDA_GRAPH_INSTANTIATE_PARAMS *instantiateParams)
+WS_HOOK(CUresult, cuGraphInstantiateWithParams,
+        (CUgraphExec * phGraphExec, CUgraph hGraph, CUDA_GRAPH_INSTANTIATE_PARAMS *instantiateParams),
+        (phGraphExec, hGraph, instantiateParams))
 {
     DRV_FORWARD(cuGraphInstantiateWithParams, (phGraphExec, hGraph, instantiateParams),
                 record_structure(WS_API_cuGraphInstantiateWithParams, rc, phGraphExec, hGraph,
                                  instantiateParams ? instantiateParams->flags : 0));
 }
 
-WS_EXPORT CUresult cuGraphInstantiateWithParams_ptsz(CUgraphExec *phGraphExec, CUgraph hGraph,
-                                                     CUDA_GRAPH_INSTANTIATE_PARAMS *instantiateParams)
+WS_HOOK(CUresult, cuGraphInstantiateWithParams_ptsz,
+        (CUgraphExec * phGraphExec, CUgraph hGraph, CUDA_GRAPH_INSTANTIATE_PARAMS *instantiateParams),
+        (phGraphExec, hGraph, instantiateParams))
 {
     DRV_FORWARD(cuGraphInstantiateWithParams_ptsz, (phGraphExec, hGraph, instantiateParams),
                 record_structure(WS_API_cuGraphInstantiateWithParams_ptsz, rc, phGraphExec, hGraph,
@@ -449,20 +457,24 @@ static void record_update(uint8_t api, CUresult rc, CUgraphExec exec, CUgraph gr
     ws_graph_structure_record(api, rc, exec, graph, 0, driver_walk);
 }
 
-WS_EXPORT CUresult cuGraphExecUpdate(CUgraphExec hGraphExec, CUgraph hGraph, CUgraphNode *hErrorNode_out,
-                                     CUgraphExecUpdateResult *updateResult_out)
+WS_HOOK(CUresult, cuGraphExecUpdate,
+        (CUgraphExec hGraphExec, CUgraph hGraph, CUgraphNode *hErrorNode_out,
+         CUgraphExecUpdateResult *updateResult_out),
+        (hGraphExec, hGraph, hErrorNode_out, updateResult_out))
 {
     DRV_FORWARD(cuGraphExecUpdate, (hGraphExec, hGraph, hErrorNode_out, updateResult_out),
                 record_update(WS_API_cuGraphExecUpdate, rc, hGraphExec, hGraph));
 }
 
-WS_EXPORT CUresult cuGraphExecUpdate_v2(CUgraphExec hGraphExec, CUgraph hGraph, CUgraphExecUpdateResultInfo *resultInfo)
+WS_HOOK(CUresult, cuGraphExecUpdate_v2,
+        (CUgraphExec hGraphExec, CUgraph hGraph, CUgraphExecUpdateResultInfo *resultInfo),
+        (hGraphExec, hGraph, resultInfo))
 {
     DRV_FORWARD(cuGraphExecUpdate_v2, (hGraphExec, hGraph, resultInfo),
                 record_update(WS_API_cuGraphExecUpdate_v2, rc, hGraphExec, hGraph));
 }
 
-WS_EXPORT CUresult cuGraphExecDestroy(CUgraphExec hGraphExec)
+WS_HOOK(CUresult, cuGraphExecDestroy, (CUgraphExec hGraphExec), (hGraphExec))
 {
     DRV_FORWARD(cuGraphExecDestroy, (hGraphExec), ws_graph_destroy_record(WS_API_cuGraphExecDestroy, rc, hGraphExec));
 }
@@ -477,8 +489,8 @@ static void record_kernel_set(uint8_t api, CUresult rc, CUgraphExec exec, CUgrap
                              smem);
 }
 
-WS_EXPORT CUresult cuGraphExecKernelNodeSetParams(CUgraphExec hGraphExec, CUgraphNode hNode,
-                                                  const CUDA_KERNEL_NODE_PARAMS_v1 *p)
+WS_HOOK(CUresult, cuGraphExecKernelNodeSetParams,
+        (CUgraphExec hGraphExec, CUgraphNode hNode, const CUDA_KERNEL_NODE_PARAMS_v1 *p), (hGraphExec, hNode, p))
 {
     DRV_FORWARD(cuGraphExecKernelNodeSetParams, (hGraphExec, hNode, p),
                 if (p) record_kernel_set(WS_API_cuGraphExecKernelNodeSetParams, rc, hGraphExec, hNode, p->func,
@@ -486,8 +498,8 @@ WS_EXPORT CUresult cuGraphExecKernelNodeSetParams(CUgraphExec hGraphExec, CUgrap
                                          p->blockDimZ, p->sharedMemBytes));
 }
 
-WS_EXPORT CUresult cuGraphExecKernelNodeSetParams_v2(CUgraphExec hGraphExec, CUgraphNode hNode,
-                                                     const CUDA_KERNEL_NODE_PARAMS *p)
+WS_HOOK(CUresult, cuGraphExecKernelNodeSetParams_v2,
+        (CUgraphExec hGraphExec, CUgraphNode hNode, const CUDA_KERNEL_NODE_PARAMS *p), (hGraphExec, hNode, p))
 {
     DRV_FORWARD(cuGraphExecKernelNodeSetParams_v2, (hGraphExec, hNode, p),
                 if (p)
@@ -497,7 +509,8 @@ WS_EXPORT CUresult cuGraphExecKernelNodeSetParams_v2(CUgraphExec hGraphExec, CUg
 }
 
 /* The generic form changes kernel nodes too; other kinds of node change nothing the trace uses. */
-WS_EXPORT CUresult cuGraphExecNodeSetParams(CUgraphExec hGraphExec, CUgraphNode hNode, CUgraphNodeParams *p)
+WS_HOOK(CUresult, cuGraphExecNodeSetParams, (CUgraphExec hGraphExec, CUgraphNode hNode, CUgraphNodeParams *p),
+        (hGraphExec, hNode, p))
 {
     DRV_FORWARD(cuGraphExecNodeSetParams, (hGraphExec, hNode, p),
                 if (p && p->type == CU_GRAPH_NODE_TYPE_KERNEL)
@@ -507,7 +520,8 @@ WS_EXPORT CUresult cuGraphExecNodeSetParams(CUgraphExec hGraphExec, CUgraphNode 
                                       p->kernel.blockDimY, p->kernel.blockDimZ, p->kernel.sharedMemBytes));
 }
 
-WS_EXPORT CUresult cuGraphNodeSetEnabled(CUgraphExec hGraphExec, CUgraphNode hNode, unsigned int isEnabled)
+WS_HOOK(CUresult, cuGraphNodeSetEnabled, (CUgraphExec hGraphExec, CUgraphNode hNode, unsigned int isEnabled),
+        (hGraphExec, hNode, isEnabled))
 {
     DRV_FORWARD(
         cuGraphNodeSetEnabled, (hGraphExec, hNode, isEnabled),

@@ -118,35 +118,36 @@ void ws_capture_begin_record(uint8_t api, int rc, const void *stream, int mode, 
     r->u[1] = id;
     r->u[2] = (uint64_t)mode;
     r->u[3] = u64(into);
-    r->u[5] = (uint64_t)(uint32_t)(ws_is_driver_api(api) ? ws_driver_device() : ws_current_device);
+    r->u[5] = (uint64_t)(uint32_t)(ws_is_driver_api(api) ? ws_driver_device() : ws_self.device);
     ws_rec_commit(1);
 }
 
-WS_EXPORT cudaError_t cudaStreamBeginCapture(cudaStream_t stream, enum cudaStreamCaptureMode mode)
+WS_HOOK(cudaError_t, cudaStreamBeginCapture, (cudaStream_t stream, enum cudaStreamCaptureMode mode), (stream, mode))
 {
     WS_FORWARD(cudaStreamBeginCapture, (stream, mode),
                ws_capture_begin_record(WS_API_cudaStreamBeginCapture, rc, stream, mode, NULL));
 }
 
-WS_EXPORT cudaError_t cudaStreamBeginCapture_ptsz(cudaStream_t stream, enum cudaStreamCaptureMode mode)
+WS_HOOK(cudaError_t, cudaStreamBeginCapture_ptsz, (cudaStream_t stream, enum cudaStreamCaptureMode mode),
+        (stream, mode))
 {
     WS_FORWARD(cudaStreamBeginCapture_ptsz, (stream, mode),
                ws_capture_begin_record(WS_API_cudaStreamBeginCapture_ptsz, rc, stream, mode, NULL));
 }
 
-WS_EXPORT cudaError_t cudaStreamBeginCaptureToGraph(cudaStream_t stream, cudaGraph_t graph,
-                                                    const cudaGraphNode_t *dependencies,
-                                                    const cudaGraphEdgeData *dependencyData, size_t numDependencies,
-                                                    enum cudaStreamCaptureMode mode)
+WS_HOOK(cudaError_t, cudaStreamBeginCaptureToGraph,
+        (cudaStream_t stream, cudaGraph_t graph, const cudaGraphNode_t *dependencies,
+         const cudaGraphEdgeData *dependencyData, size_t numDependencies, enum cudaStreamCaptureMode mode),
+        (stream, graph, dependencies, dependencyData, numDependencies, mode))
 {
     WS_FORWARD(cudaStreamBeginCaptureToGraph, (stream, graph, dependencies, dependencyData, numDependencies, mode),
                ws_capture_begin_record(WS_API_cudaStreamBeginCaptureToGraph, rc, stream, mode, graph));
 }
 
-WS_EXPORT cudaError_t cudaStreamBeginCaptureToGraph_ptsz(cudaStream_t stream, cudaGraph_t graph,
-                                                         const cudaGraphNode_t *dependencies,
-                                                         const cudaGraphEdgeData *dependencyData,
-                                                         size_t numDependencies, enum cudaStreamCaptureMode mode)
+WS_HOOK(cudaError_t, cudaStreamBeginCaptureToGraph_ptsz,
+        (cudaStream_t stream, cudaGraph_t graph, const cudaGraphNode_t *dependencies,
+         const cudaGraphEdgeData *dependencyData, size_t numDependencies, enum cudaStreamCaptureMode mode),
+        (stream, graph, dependencies, dependencyData, numDependencies, mode))
 {
     WS_FORWARD(cudaStreamBeginCaptureToGraph_ptsz, (stream, graph, dependencies, dependencyData, numDependencies, mode),
                ws_capture_begin_record(WS_API_cudaStreamBeginCaptureToGraph_ptsz, rc, stream, mode, graph));
@@ -488,30 +489,33 @@ void ws_graph_structure_record(uint8_t api, int rc, const void *exec, const void
         __atomic_store_n(&graph_memory_seen, 1, __ATOMIC_RELAXED);
 }
 
-WS_EXPORT cudaError_t cudaGraphInstantiate(cudaGraphExec_t *pGraphExec, cudaGraph_t graph, unsigned long long flags)
+WS_HOOK(cudaError_t, cudaGraphInstantiate, (cudaGraphExec_t * pGraphExec, cudaGraph_t graph, unsigned long long flags),
+        (pGraphExec, graph, flags))
 {
     WS_FORWARD(cudaGraphInstantiate, (pGraphExec, graph, flags),
                record_structure(WS_API_cudaGraphInstantiate, rc, pGraphExec ? *pGraphExec : NULL, graph, flags));
 }
 
-WS_EXPORT cudaError_t cudaGraphInstantiateWithFlags(cudaGraphExec_t *pGraphExec, cudaGraph_t graph,
-                                                    unsigned long long flags)
+WS_HOOK(cudaError_t, cudaGraphInstantiateWithFlags,
+        (cudaGraphExec_t * pGraphExec, cudaGraph_t graph, unsigned long long flags), (pGraphExec, graph, flags))
 {
     WS_FORWARD(
         cudaGraphInstantiateWithFlags, (pGraphExec, graph, flags),
         record_structure(WS_API_cudaGraphInstantiateWithFlags, rc, pGraphExec ? *pGraphExec : NULL, graph, flags));
 }
 
-WS_EXPORT cudaError_t cudaGraphInstantiateWithParams(cudaGraphExec_t *pGraphExec, cudaGraph_t graph,
-                                                     cudaGraphInstantiateParams *instantiateParams)
+WS_HOOK(cudaError_t, cudaGraphInstantiateWithParams,
+        (cudaGraphExec_t * pGraphExec, cudaGraph_t graph, cudaGraphInstantiateParams *instantiateParams),
+        (pGraphExec, graph, instantiateParams))
 {
     WS_FORWARD(cudaGraphInstantiateWithParams, (pGraphExec, graph, instantiateParams),
                record_structure(WS_API_cudaGraphInstantiateWithParams, rc, pGraphExec ? *pGraphExec : NULL, graph,
                                 instantiateParams ? instantiateParams->flags : 0));
 }
 
-WS_EXPORT cudaError_t cudaGraphInstantiateWithParams_ptsz(cudaGraphExec_t *pGraphExec, cudaGraph_t graph,
-                                                          cudaGraphInstantiateParams *instantiateParams)
+WS_HOOK(cudaError_t, cudaGraphInstantiateWithParams_ptsz,
+        (cudaGraphExec_t * pGraphExec, cudaGraph_t graph, cudaGraphInstantiateParams *instantiateParams),
+        (pGraphExec, graph, instantiateParams))
 {
     WS_FORWARD(cudaGraphInstantiateWithParams_ptsz, (pGraphExec, graph, instantiateParams),
                record_structure(WS_API_cudaGraphInstantiateWithParams_ptsz, rc, pGraphExec ? *pGraphExec : NULL, graph,
@@ -520,8 +524,9 @@ WS_EXPORT cudaError_t cudaGraphInstantiateWithParams_ptsz(cudaGraphExec_t *pGrap
 
 /* An update gives the instance the parameters of another graph of the same shape: the instance's
  * structure is recorded again from that graph. */
-WS_EXPORT cudaError_t cudaGraphExecUpdate(cudaGraphExec_t hGraphExec, cudaGraph_t hGraph,
-                                          cudaGraphExecUpdateResultInfo *resultInfo)
+WS_HOOK(cudaError_t, cudaGraphExecUpdate,
+        (cudaGraphExec_t hGraphExec, cudaGraph_t hGraph, cudaGraphExecUpdateResultInfo *resultInfo),
+        (hGraphExec, hGraph, resultInfo))
 {
     WS_FORWARD(cudaGraphExecUpdate, (hGraphExec, hGraph, resultInfo),
                record_structure(WS_API_cudaGraphExecUpdate, rc, hGraphExec, hGraph, 0));
@@ -541,7 +546,7 @@ void ws_graph_destroy_record(uint8_t api, int rc, const void *exec)
     ws_rec_commit(1);
 }
 
-WS_EXPORT cudaError_t cudaGraphExecDestroy(cudaGraphExec_t graphExec)
+WS_HOOK(cudaError_t, cudaGraphExecDestroy, (cudaGraphExec_t graphExec), (graphExec))
 {
     WS_FORWARD(cudaGraphExecDestroy, (graphExec), record_exec_destroy(rc, graphExec));
 }
@@ -576,8 +581,9 @@ void ws_graph_node_set_record(uint8_t api, int rc, const void *exec, const void 
     ws_rec_commit(1);
 }
 
-WS_EXPORT cudaError_t cudaGraphExecKernelNodeSetParams(cudaGraphExec_t hGraphExec, cudaGraphNode_t node,
-                                                       const struct cudaKernelNodeParams *pNodeParams)
+WS_HOOK(cudaError_t, cudaGraphExecKernelNodeSetParams,
+        (cudaGraphExec_t hGraphExec, cudaGraphNode_t node, const struct cudaKernelNodeParams *pNodeParams),
+        (hGraphExec, node, pNodeParams))
 {
     WS_FORWARD(cudaGraphExecKernelNodeSetParams, (hGraphExec, node, pNodeParams),
                record_node_set(WS_API_cudaGraphExecKernelNodeSetParams, rc, hGraphExec, node, pNodeParams, 0));
@@ -594,14 +600,16 @@ static void record_generic_set(cudaError_t rc, cudaGraphExec_t exec, cudaGraphNo
     record_node_set(WS_API_cudaGraphExecNodeSetParams, rc, exec, node, &k, 0);
 }
 
-WS_EXPORT cudaError_t cudaGraphExecNodeSetParams(cudaGraphExec_t graphExec, cudaGraphNode_t node,
-                                                 struct cudaGraphNodeParams *nodeParams)
+WS_HOOK(cudaError_t, cudaGraphExecNodeSetParams,
+        (cudaGraphExec_t graphExec, cudaGraphNode_t node, struct cudaGraphNodeParams *nodeParams),
+        (graphExec, node, nodeParams))
 {
     WS_FORWARD(cudaGraphExecNodeSetParams, (graphExec, node, nodeParams),
                record_generic_set(rc, graphExec, node, nodeParams));
 }
 
-WS_EXPORT cudaError_t cudaGraphNodeSetEnabled(cudaGraphExec_t hGraphExec, cudaGraphNode_t hNode, unsigned int isEnabled)
+WS_HOOK(cudaError_t, cudaGraphNodeSetEnabled,
+        (cudaGraphExec_t hGraphExec, cudaGraphNode_t hNode, unsigned int isEnabled), (hGraphExec, hNode, isEnabled))
 {
     WS_FORWARD(cudaGraphNodeSetEnabled, (hGraphExec, hNode, isEnabled),
                record_node_set(WS_API_cudaGraphNodeSetEnabled, rc, hGraphExec, hNode, NULL, isEnabled != 0));
@@ -623,7 +631,7 @@ void ws_graph_launch_begin_api(uint8_t api, const void *exec)
 /* The last state written of each device's graph allocator (slots for the first 16 devices). */
 static uint64_t graph_memory_last[16][4];
 
-void ws_graph_memory_sample(uint8_t api) { ws_graph_memory_sample_device(api, ws_current_device); }
+void ws_graph_memory_sample(uint8_t api) { ws_graph_memory_sample_device(api, ws_self.device); }
 
 void ws_graph_memory_sample_device(uint8_t api, int device)
 {
@@ -660,9 +668,9 @@ void ws_graph_memory_sample_device(uint8_t api, int device)
     ws_rec_commit(1);
 }
 
-WS_EXPORT cudaError_t cudaDeviceGraphMemTrim(int device)
+WS_HOOK(cudaError_t, cudaDeviceGraphMemTrim, (int device), (device))
 {
     WS_FORWARD(cudaDeviceGraphMemTrim, (device),
-               if (rc == cudaSuccess && device == ws_current_device)
+               if (rc == cudaSuccess && device == ws_self.device)
                    ws_graph_memory_sample(WS_API_cudaDeviceGraphMemTrim));
 }

@@ -29,7 +29,7 @@ static void record_alloc(uint8_t api, cudaError_t rc, uint64_t address, uint64_t
     r->u[0] = rc == cudaSuccess ? address : 0;
     r->u[1] = requested;
     r->u[2] = rc == cudaSuccess ? bytes : 0;
-    r->u[4] = (uint64_t)(uint32_t)ws_current_device | (uint64_t)memory << 32;
+    r->u[4] = (uint64_t)(uint32_t)ws_self.device | (uint64_t)memory << 32;
     r->u[5] = aux;
     ws_rec_commit(1);
 }
@@ -42,7 +42,7 @@ static void record_free(uint8_t api, cudaError_t rc, uint64_t address, uint32_t 
         return;
     r->ns = stamp;
     r->u[0] = address;
-    r->u[4] = (uint64_t)(uint32_t)ws_current_device | (uint64_t)memory << 32;
+    r->u[4] = (uint64_t)(uint32_t)ws_self.device | (uint64_t)memory << 32;
     ws_rec_commit(1);
 }
 
@@ -118,24 +118,28 @@ static void record_array(uint8_t api, cudaError_t rc, const void *handle, const 
     ws_rec_commit(1);
 }
 
-WS_EXPORT cudaError_t cudaMallocArray(cudaArray_t *array, const struct cudaChannelFormatDesc *desc, size_t width,
-                                      size_t height, unsigned int flags)
+WS_HOOK(cudaError_t, cudaMallocArray,
+        (cudaArray_t * array, const struct cudaChannelFormatDesc *desc, size_t width, size_t height,
+         unsigned int flags),
+        (array, desc, width, height, flags))
 {
     WS_FORWARD(cudaMallocArray, (array, desc, width, height, flags),
                record_array(WS_API_cudaMallocArray, rc, array ? *array : NULL, desc,
                             (struct cudaExtent){width, height, 0}, 0, flags));
 }
 
-WS_EXPORT cudaError_t cudaMalloc3DArray(cudaArray_t *array, const struct cudaChannelFormatDesc *desc,
-                                        struct cudaExtent extent, unsigned int flags)
+WS_HOOK(cudaError_t, cudaMalloc3DArray,
+        (cudaArray_t * array, const struct cudaChannelFormatDesc *desc, struct cudaExtent extent, unsigned int flags),
+        (array, desc, extent, flags))
 {
     WS_FORWARD(cudaMalloc3DArray, (array, desc, extent, flags),
                record_array(WS_API_cudaMalloc3DArray, rc, array ? *array : NULL, desc, extent, 0, flags));
 }
 
-WS_EXPORT cudaError_t cudaMallocMipmappedArray(cudaMipmappedArray_t *mipmappedArray,
-                                               const struct cudaChannelFormatDesc *desc, struct cudaExtent extent,
-                                               unsigned int numLevels, unsigned int flags)
+WS_HOOK(cudaError_t, cudaMallocMipmappedArray,
+        (cudaMipmappedArray_t * mipmappedArray, const struct cudaChannelFormatDesc *desc, struct cudaExtent extent,
+         unsigned int numLevels, unsigned int flags),
+        (mipmappedArray, desc, extent, numLevels, flags))
 {
     WS_FORWARD(cudaMallocMipmappedArray, (mipmappedArray, desc, extent, numLevels, flags),
                record_array(WS_API_cudaMallocMipmappedArray, rc, mipmappedArray ? *mipmappedArray : NULL, desc, extent,
@@ -162,12 +166,13 @@ static void record_3d(cudaError_t rc, const struct cudaPitchedPtr *p, struct cud
                  rc == cudaSuccess && p ? p->pitch : 0);
 }
 
-WS_EXPORT cudaError_t cudaMalloc3D(struct cudaPitchedPtr *pitchedDevPtr, struct cudaExtent extent)
+WS_HOOK(cudaError_t, cudaMalloc3D, (struct cudaPitchedPtr * pitchedDevPtr, struct cudaExtent extent),
+        (pitchedDevPtr, extent))
 {
     WS_FORWARD(cudaMalloc3D, (pitchedDevPtr, extent), record_3d(rc, pitchedDevPtr, extent));
 }
 
-WS_EXPORT cudaError_t cudaHostRegister(void *ptr, size_t size, unsigned int flags)
+WS_HOOK(cudaError_t, cudaHostRegister, (void *ptr, size_t size, unsigned int flags), (ptr, size, flags))
 {
     WS_FORWARD(cudaHostRegister, (ptr, size, flags),
                record_alloc(WS_API_cudaHostRegister, rc, u64(ptr), size, size, WS_MEM_HOST, flags));
@@ -212,7 +217,8 @@ static void record_ipc_open(cudaError_t rc, void **ptr, unsigned flags)
     record_alloc(WS_API_cudaIpcOpenMemHandle, rc, u64(p), bytes, bytes, WS_MEM_IPC, flags);
 }
 
-WS_EXPORT cudaError_t cudaIpcOpenMemHandle(void **devPtr, cudaIpcMemHandle_t handle, unsigned int flags)
+WS_HOOK(cudaError_t, cudaIpcOpenMemHandle, (void **devPtr, cudaIpcMemHandle_t handle, unsigned int flags),
+        (devPtr, handle, flags))
 {
     WS_FORWARD(cudaIpcOpenMemHandle, (devPtr, handle, flags), record_ipc_open(rc, devPtr, flags));
 }
@@ -239,7 +245,7 @@ static unsigned pool_slot(uint64_t pool) { return (unsigned)((pool >> 4) ^ (pool
 
 uint64_t ws_pool_current(void)
 {
-    int device = ws_current_device;
+    int device = ws_self.device;
     if (device < 0 || device >= DEVICE_SLOTS)
         return 0;
     uint64_t pool = __atomic_load_n(&current_pools[device], __ATOMIC_RELAXED);
@@ -339,7 +345,8 @@ void ws_pool_create_record(uint8_t api, int rc, uint64_t pool, int device, uint6
         ws_pool_sample(api, pool);
 }
 
-WS_EXPORT cudaError_t cudaMemPoolCreate(cudaMemPool_t *memPool, const struct cudaMemPoolProps *poolProps)
+WS_HOOK(cudaError_t, cudaMemPoolCreate, (cudaMemPool_t * memPool, const struct cudaMemPoolProps *poolProps),
+        (memPool, poolProps))
 {
     WS_FORWARD(cudaMemPoolCreate, (memPool, poolProps), record_pool_create(rc, memPool, poolProps));
 }
@@ -356,7 +363,7 @@ void ws_pool_destroy_record(uint8_t api, int rc, uint64_t pool)
         forget_pool(pool);
 }
 
-WS_EXPORT cudaError_t cudaMemPoolDestroy(cudaMemPool_t memPool)
+WS_HOOK(cudaError_t, cudaMemPoolDestroy, (cudaMemPool_t memPool), (memPool))
 {
     WS_FORWARD(cudaMemPoolDestroy, (memPool), record_pool_destroy(rc, memPool));
 }
@@ -373,7 +380,7 @@ void ws_pool_change_record(uint8_t api, int rc, uint64_t pool, uint64_t a1, uint
         ws_pool_sample(api, pool);
 }
 
-WS_EXPORT cudaError_t cudaMemPoolTrimTo(cudaMemPool_t memPool, size_t minBytesToKeep)
+WS_HOOK(cudaError_t, cudaMemPoolTrimTo, (cudaMemPool_t memPool, size_t minBytesToKeep), (memPool, minBytesToKeep))
 {
     WS_FORWARD(cudaMemPoolTrimTo, (memPool, minBytesToKeep),
                record_pool_change(WS_API_cudaMemPoolTrimTo, rc, memPool, minBytesToKeep, 0));
@@ -397,7 +404,8 @@ uint64_t ws_pool_attribute_value(int attribute, const void *value)
     return v;
 }
 
-WS_EXPORT cudaError_t cudaMemPoolSetAttribute(cudaMemPool_t memPool, enum cudaMemPoolAttr attr, void *value)
+WS_HOOK(cudaError_t, cudaMemPoolSetAttribute, (cudaMemPool_t memPool, enum cudaMemPoolAttr attr, void *value),
+        (memPool, attr, value))
 {
     WS_FORWARD(cudaMemPoolSetAttribute, (memPool, attr, value),
                record_pool_change(WS_API_cudaMemPoolSetAttribute, rc, memPool, (uint64_t)attr,
@@ -411,7 +419,7 @@ static void record_set_pool(uint8_t api, cudaError_t rc, int device, cudaMemPool
     record_pool(api, rc, u64(pool), (uint64_t)(uint32_t)device, 0);
 }
 
-WS_EXPORT cudaError_t cudaDeviceSetMemPool(int device, cudaMemPool_t memPool)
+WS_HOOK(cudaError_t, cudaDeviceSetMemPool, (int device, cudaMemPool_t memPool), (device, memPool))
 {
     WS_FORWARD(cudaDeviceSetMemPool, (device, memPool),
                record_set_pool(WS_API_cudaDeviceSetMemPool, rc, device, memPool));
@@ -423,8 +431,9 @@ static int location_device(const struct cudaMemLocation *location, enum cudaMemA
                                                                                                           : -1;
 }
 
-WS_EXPORT cudaError_t cudaMemSetMemPool(struct cudaMemLocation *location, enum cudaMemAllocationType type,
-                                        cudaMemPool_t memPool)
+WS_HOOK(cudaError_t, cudaMemSetMemPool,
+        (struct cudaMemLocation * location, enum cudaMemAllocationType type, cudaMemPool_t memPool),
+        (location, type, memPool))
 {
     WS_FORWARD(cudaMemSetMemPool, (location, type, memPool),
                record_set_pool(WS_API_cudaMemSetMemPool, rc, location_device(location, type), memPool));
@@ -432,22 +441,22 @@ WS_EXPORT cudaError_t cudaMemSetMemPool(struct cudaMemLocation *location, enum c
 
 /* ---- synchronisations ---- */
 
-WS_EXPORT cudaError_t cudaStreamSynchronize(cudaStream_t stream)
+WS_HOOK(cudaError_t, cudaStreamSynchronize, (cudaStream_t stream), (stream))
 {
     WS_FORWARD(cudaStreamSynchronize, (stream), sample_all_pools(WS_API_cudaStreamSynchronize));
 }
 
-WS_EXPORT cudaError_t cudaStreamSynchronize_ptsz(cudaStream_t stream)
+WS_HOOK(cudaError_t, cudaStreamSynchronize_ptsz, (cudaStream_t stream), (stream))
 {
     WS_FORWARD(cudaStreamSynchronize_ptsz, (stream), sample_all_pools(WS_API_cudaStreamSynchronize_ptsz));
 }
 
-WS_EXPORT cudaError_t cudaDeviceSynchronize(void)
+WS_HOOK(cudaError_t, cudaDeviceSynchronize, (void), ())
 {
     WS_FORWARD(cudaDeviceSynchronize, (), sample_all_pools(WS_API_cudaDeviceSynchronize));
 }
 
-WS_EXPORT cudaError_t cudaEventSynchronize(cudaEvent_t event)
+WS_HOOK(cudaError_t, cudaEventSynchronize, (cudaEvent_t event), (event))
 {
     WS_FORWARD(cudaEventSynchronize, (event), sample_all_pools(WS_API_cudaEventSynchronize));
 }

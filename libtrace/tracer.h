@@ -26,8 +26,10 @@ struct ws_thread {
     uint32_t serial;
     uint32_t in_hook; /* re-entry guard: work inside a hook is never traced twice */
     uint64_t seq;
-    uint64_t generation; /* spool generation the chunk belongs to (changes on fork) */
-    int *errno_at;       /* this thread's errno, found once */
+    uint64_t generation;    /* spool generation the chunk belongs to (changes on fork) */
+    int *errno_at;          /* this thread's errno, found once */
+    int device;             /* the device current on the thread, as cudaSetDevice set it (hooks_cuda.c) */
+    uint32_t driver_device; /* the device of the thread's current context + 1; 0: not known (hooks_driver.c) */
 };
 
 extern WS_TLS struct ws_thread ws_self;
@@ -78,6 +80,19 @@ static inline void ws_rec_commit(uint32_t n)
 static inline int ws_hook_enter(void)
 {
     if (__builtin_expect(!ws_enabled, 0) || __builtin_expect(ws_self.in_hook != 0, 0))
+        return 0;
+    ws_self.in_hook = 1;
+    return 1;
+}
+
+/* ws_hook_enter() in the traced half of a two-half hook (WS_HOOK, graph_hooks.h), which is reached
+ * with tracing on, except on the calls made before the real function was known (`first`): only
+ * those test ws_enabled here. */
+static inline int ws_hook_enter_traced(int first)
+{
+    if (__builtin_expect(first, 0) && !ws_enabled)
+        return 0;
+    if (__builtin_expect(ws_self.in_hook != 0, 0))
         return 0;
     ws_self.in_hook = 1;
     return 1;

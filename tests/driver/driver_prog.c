@@ -6,7 +6,8 @@
  *   graph   a graph with a memory node launched GRAPH_N times; a captured cuMemAllocAsync launched
  *           CAPTURE_M times
  *   arrays  a 2D, a 3D and a mipmapped array, and a registered host buffer, each given back
- *   ipc     a forked child opens the parent's allocation twice (one mapping) and closes it twice */
+ *   ipc     a forked child opens the parent's allocation twice (one mapping) and closes it twice;
+ *           parent and child each launch the kernel once (the child's trace names it again) */
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -228,13 +229,15 @@ static void arrays(void)
            (32 * 32 + 16 * 16 + 8 * 8) * 4, (int)REGISTERED);
 }
 
-static void ipc(void)
+static void ipc(CUfunction f)
 {
     enum { BYTES = 7000 };
     CUdeviceptr dev;
     CUipcMemHandle h;
     CHECK(cuMemAlloc(&dev, BYTES));
     CHECK(cuIpcGetMemHandle(&h, dev));
+    void *params[] = {&dev};
+    CHECK(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, NULL, params, NULL)); /* named in the parent's trace */
     fflush(stdout);
     pid_t pid = fork();
     if (pid < 0) {
@@ -247,6 +250,7 @@ static void ipc(void)
         CHECK(cuIpcOpenMemHandle(&b, h, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS));
         CHECK(cuIpcCloseMemHandle(a));
         CHECK(cuIpcCloseMemHandle(b));
+        CHECK(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, NULL, params, NULL)); /* to be named in the child's */
         printf("child_pid=%d\nmapped=%llu\nsame=%d\n", (int)getpid(), (unsigned long long)a, a == b);
         exit(failures ? 1 : 0);
     }
@@ -272,7 +276,7 @@ int main(int argc, char **argv)
     else if (strcmp(argv[1], "arrays") == 0)
         arrays();
     else if (strcmp(argv[1], "ipc") == 0)
-        ipc();
+        ipc(f);
     else {
         fprintf(stderr, "driver_prog: unknown scenario %s\n", argv[1]);
         return 2;

@@ -307,6 +307,11 @@ Test(driver, a_driver_ipc_mapping_opened_twice_is_one_allocation)
                  1);
     cr_expect_eq(tu_int(db, "SELECT COUNT(*) FROM api_errors"), 0);
     cr_expect_eq(tu_int(db, "SELECT COUNT(*) FROM device_allocations"), 0, "another process's memory");
+    /* The child's one launch (driver_prog ipc), of a kernel the parent had named before the fork:
+     * the child's trace must name it too. */
+    cr_expect_eq(tu_int(db, "SELECT COUNT(*) FROM launches l JOIN strings s ON s.id = l.kernel_name_id "
+                            "WHERE s.value = 'touch_kernel'"),
+                 1, "a kernel launched in a forked child is named in the child's trace");
     sqlite3_close(db);
     tu_result_free(&r);
 }
