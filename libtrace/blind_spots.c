@@ -249,7 +249,9 @@ void ws_blind_spots_report(char *line, size_t len)
         char value[sizeof s.statics + 64];
         snprintf(value, sizeof value, "%s%s", s.statics, s.statics_dropped ? "; ..." : "");
         meta("blind_spot.static_cudart", value);
-        used += (size_t)snprintf(line + used, len - used, "a statically linked CUDA runtime in %s", value);
+        used += (size_t)snprintf(line + used, len - used, "a statically linked CUDA runtime in %s (its runtime calls are not traced; what it "
+                                 "asks of the driver is, at the driver layer)",
+                                 value);
     }
     if (s.driver_loaded && !s.shared_runtime && !reached) {
         meta("blind_spot.driver_unwrapped", "libcuda.so is loaded, no shared cudart is, and no CUDA call reached "
