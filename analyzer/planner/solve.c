@@ -12,6 +12,11 @@
 
 #define DECISION_NAME "decision-search"
 
+/* From this many buffers on, the windows come before any capacity search and take most of a time
+ * limit: the decision search's first probes over the whole problem cost a tenth of a second there
+ * and rarely settle it, while the windows solve the busiest sections (somas_bert_nezha). */
+#define WINDOWS_FIRST 4096
+
 /* From this many buffers on, a time limit starts with the sweep's layout (greedy.c). */
 #define SWEEP_PROBLEM 20000
 
@@ -143,8 +148,8 @@ static int plan_all(struct planner *p, const struct ws_plan_options *o, double t
      * again up to 50 %, the repairs up to 80 %, the neighbourhood search the rest. In time the
      * first two stages get shares of what the decoders left (on a loaded machine they may take
      * most of it), the others end at fixed shares of the limit. */
-    int repaired = 0, windowed = 0;
-    if (searching && best->peak > *lower) {
+    int repaired = 0, windowed = 0, large = p->n >= WINDOWS_FIRST;
+    if (searching && best->peak > *lower && !large) {
         struct budget bud = share(o, t0, 0.02, 0);
         if (bud.deadline > 0)
             bud.deadline = now_s() + (t0 + o->time_limit_s - now_s()) * 0.15;
@@ -155,7 +160,7 @@ static int plan_all(struct planner *p, const struct ws_plan_options *o, double t
     if (searching && best->peak > *lower && p->n <= LARGE_PROBLEM && (!o->work_limit || *work < o->work_limit)) {
         struct budget bud = share(o, t0, 0.45, *work);
         if (bud.deadline > 0)
-            bud.deadline = (now_s() + t0 + o->time_limit_s) / 2;
+            bud.deadline = large ? t0 + o->time_limit_s * 0.85 : (now_s() + t0 + o->time_limit_s) / 2;
         if (window_search(p, best, *lower, o->seed, &bud, &windowed))
             goto out;
         *work = bud.used;
