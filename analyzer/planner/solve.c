@@ -12,9 +12,10 @@
 
 #define DECISION_NAME "decision-search"
 
-/* From this many buffers on, the windows come before any capacity search and take most of a time
- * limit: the decision search's first probes over the whole problem cost a tenth of a second there
- * and rarely settle it, while the windows solve the busiest sections (somas_bert_nezha). */
+/* From this many buffers on (up to LARGE_PROBLEM: above it there are no windows), the windows
+ * come before any capacity search and take most of a time limit: there the decision search's
+ * first probes over the whole problem cost a tenth of a second and rarely settle it, while the
+ * windows solve the busiest sections (somas_bert_nezha). */
 #define WINDOWS_FIRST 4096
 
 /* From this many buffers on, a time limit starts with the sweep's layout (greedy.c). */
@@ -144,11 +145,12 @@ static int plan_all(struct planner *p, const struct ws_plan_options *o, double t
     if (p->n <= LARGE_PROBLEM && best->peak > p->lb && (searching || !deadline) && canonical_decode(p, breadth, best))
         goto out;
     /* The budget in shares of the steps: a first capacity search up to 2 % (the decision search
-     * alone often proves the lower bound quickly), the windows up to 45 %, the capacity search
-     * again up to 50 %, the repairs up to 80 %, the neighbourhood search the rest. In time the
-     * first two stages get shares of what the decoders left (on a loaded machine they may take
-     * most of it), the others end at fixed shares of the limit. */
-    int repaired = 0, windowed = 0, large = p->n >= WINDOWS_FIRST;
+     * alone often proves the lower bound quickly; not from WINDOWS_FIRST buffers on), the windows
+     * up to 45 %, the capacity search again up to 50 %, the repairs up to 80 %, the neighbourhood
+     * search the rest. In time the first two stages get shares of what the decoders left (on a
+     * loaded machine they may take most of it; from WINDOWS_FIRST buffers on the windows end at
+     * 85 % of the limit), the others end at fixed shares of the limit. */
+    int repaired = 0, windowed = 0, large = p->n >= WINDOWS_FIRST && p->n <= LARGE_PROBLEM;
     if (searching && best->peak > *lower && !large) {
         struct budget bud = share(o, t0, 0.02, 0);
         if (bud.deadline > 0)
