@@ -17,6 +17,9 @@
  * first probes over the whole problem cost a tenth of a second and rarely settle it, while the
  * windows solve the busiest sections (somas_bert_nezha). */
 #define WINDOWS_FIRST 4096
+/* There, with a time limit, the decoders after the first two only start within this share of it
+ * (on a loaded machine the portfolio alone may take half a second on 12,000 buffers). */
+#define PORTFOLIO_SHARE 0.1
 
 /* From this many buffers on, a time limit starts with the sweep's layout (greedy.c). */
 #define SWEEP_PROBLEM 20000
@@ -128,7 +131,7 @@ static int plan_all(struct planner *p, const struct ws_plan_options *o, double t
     double deadline = o->time_limit_s > 0 ? t0 + o->time_limit_s : 0;
     /* With a time limit, large problems first get the sweep's layout (fast: first fit by start),
      * so that the decoders may give up at the limit and the call still returns a layout in time. */
-    int swept = 0;
+    int swept = 0, windows_first = p->n >= WINDOWS_FIRST && p->n <= LARGE_PROBLEM;
     if (deadline > 0 && p->n >= SWEEP_PROBLEM) {
         int r = sweep_decode(p, best);
         if (r < 0)
@@ -136,7 +139,8 @@ static int plan_all(struct planner *p, const struct ws_plan_options *o, double t
         swept = r == 0;
     }
     if (!order || !breadth || (need_breadth && breadth_of(p, breadth)) ||
-        run_portfolio(p, breadth, deadline, swept, best))
+        run_portfolio(p, breadth, windows_first && deadline > 0 ? t0 + o->time_limit_s * PORTFOLIO_SHARE : deadline,
+                      deadline, swept, best))
         goto out;
     if (deadline > 0 && now_s() >= deadline)
         searching = 0;
@@ -150,8 +154,8 @@ static int plan_all(struct planner *p, const struct ws_plan_options *o, double t
      * search the rest. In time the first two stages get shares of what the decoders left (on a
      * loaded machine they may take most of it; from WINDOWS_FIRST buffers on the windows end at
      * 85 % of the limit), the others end at fixed shares of the limit. */
-    int repaired = 0, windowed = 0, large = p->n >= WINDOWS_FIRST && p->n <= LARGE_PROBLEM;
-    if (searching && best->peak > *lower && !large) {
+    int repaired = 0, windowed = 0;
+    if (searching && best->peak > *lower && !windows_first) {
         struct budget bud = share(o, t0, 0.02, 0);
         if (bud.deadline > 0)
             bud.deadline = now_s() + (t0 + o->time_limit_s - now_s()) * 0.15;
@@ -162,7 +166,7 @@ static int plan_all(struct planner *p, const struct ws_plan_options *o, double t
     if (searching && best->peak > *lower && p->n <= LARGE_PROBLEM && (!o->work_limit || *work < o->work_limit)) {
         struct budget bud = share(o, t0, 0.45, *work);
         if (bud.deadline > 0)
-            bud.deadline = large ? t0 + o->time_limit_s * 0.85 : (now_s() + t0 + o->time_limit_s) / 2;
+            bud.deadline = windows_first ? t0 + o->time_limit_s * 0.85 : (now_s() + t0 + o->time_limit_s) / 2;
         if (window_search(p, best, *lower, o->seed, &bud, &windowed))
             goto out;
         *work = bud.used;
