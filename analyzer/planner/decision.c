@@ -354,9 +354,11 @@ static uint64_t mix(uint64_t v)
     return rng_next(&s);
 }
 
+/* The configuration is part of the key: the same placed buffers and threshold leave different
+ * canonical completions under another key2, so a failure under one proves nothing for another. */
 static uint64_t state_key(const struct decider *d, const struct frame *f)
 {
-    return (d->hash ^ mix(f->thr_f ^ 0x51ed27) ^ mix(f->thr_k + 0x1d8e4e27c47d124full)) | 1;
+    return (d->hash ^ mix(f->thr_f ^ 0x51ed27) ^ mix(f->thr_k + 0x1d8e4e27c47d124full) ^ mix(d->cfg + 0x7f4a7c15u)) | 1;
 }
 
 static int failed_before(const struct decider *d, uint64_t key)
