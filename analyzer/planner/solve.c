@@ -45,9 +45,10 @@ static void accept_layout(const struct planner *p, const uint64_t *off, struct b
 
 /*
  * Restarts with growing node limits: each round probes the lower bound with every configuration
- * of the decision search, then searches down from the best layout with one configuration;
- * INFEASIBLE raises the lower bound, FOUND lowers the best peak, ABORTED (node limit reached)
- * counts as "not at this limit". Then the limit doubles. Failed states are shared by all rounds.
+ * of the decision search, then searches down from the best layout (each probe with every
+ * configuration until one settles it); INFEASIBLE raises the lower bound, FOUND lowers the best
+ * peak, ABORTED (node limit reached) counts as "not at this limit". Then the limit doubles.
+ * Failed states are shared by all rounds.
  */
 static int capacity_search(struct planner *p, struct best_plan *best, uint64_t *lower, uint64_t seed,
                            struct budget *bud)
@@ -77,13 +78,19 @@ static int capacity_search(struct planner *p, struct best_plan *best, uint64_t *
             limit /= 2; /* progress at this limit: try it again */
             continue;
         }
-        /* Then down from the best layout: each probe an eighth of the gap below it (FOUND lowers
-         * the best peak, INFEASIBLE raises the lower bound); an aborted probe is retried closer
-         * to the best layout, and one right below it ends the round: the limit must grow. */
+        /* Then down from the best layout: each probe an eighth of the gap below it, tried with
+         * every configuration (from the round's own) until one settles it: FOUND lowers the
+         * best peak, INFEASIBLE raises the lower bound. On hard problems a probe that one
+         * configuration's dive misses another's often finds (planner_gen hard 500: 14.2 % above
+         * the load bound after 300,000 steps with the round's configuration alone, 13.0 % with
+         * all). A probe aborted by all is retried closer to the best layout, and one right below
+         * it ends the round: the limit must grow. */
         uint64_t share = 8;
         for (uint64_t a = *lower + 1, b = best->peak - 1; a <= b && b != UINT64_MAX && !budget_spent(bud);) {
             uint64_t c = b - (b - a) / share;
-            enum decision r = decide(d, c, round % nconfig, limit, bud, off);
+            enum decision r = DECISION_ABORTED;
+            for (unsigned k = 0; k < nconfig && r == DECISION_ABORTED && !budget_spent(bud); k++)
+                r = decide(d, c, (round + k) % nconfig, limit, bud, off);
             if (r == DECISION_ERROR)
                 goto out;
             if (r == DECISION_FOUND) {
