@@ -99,6 +99,12 @@ struct decider {
      * way down). A raise leaves the heaps alone; an entry is put right when it reaches the top or
      * when backtracking lowers its floor below its key. */
     uint64_t *cand_key, *height_key;
+    /* Per lazy heap (HEAP_CAND, HEAP_HEIGHT): floors raised in it since it was last rebuilt, at
+     * least the entries whose keys are behind. One placement in a dense window raises the floors
+     * of every unplaced buffer, and sinking each stale entry as it reaches the top costs
+     * O(k log n); past n / 4 of them a rebuild with exact keys (O(n)) is cheaper. Keys are total
+     * orders, so the top, and the search, are the same either way. */
+    size_t stale[HEAPS];
     unsigned char *placed;
     size_t left;
     struct heap heap[HEAPS];
@@ -254,6 +260,16 @@ static void floor_lowered(struct decider *d, uint32_t v)
 static uint32_t lazy_top(struct decider *d, int k)
 {
     struct heap *h = &d->heap[k];
+    if (d->stale[k] > 16 && d->stale[k] > h->n / 4) {
+        uint64_t *key = k == HEAP_CAND ? d->cand_key : d->height_key;
+        for (size_t i = 0; i < h->n; i++) {
+            uint32_t v = h->v[i];
+            key[v] = k == HEAP_CAND ? d->floor[v] : height_of(d, v);
+        }
+        for (size_t i = h->n / 2; i-- > 0;)
+            heap_down(d, k, i);
+        d->stale[k] = 0;
+    }
     while (h->n) {
         uint32_t v = h->v[0];
         uint64_t *key = k == HEAP_CAND ? d->cand_key : d->height_key;
@@ -338,9 +354,11 @@ static uint64_t mix(uint64_t v)
     return rng_next(&s);
 }
 
+/* The configuration is part of the key: the same placed buffers and threshold leave different
+ * canonical completions under another key2, so a failure under one proves nothing for another. */
 static uint64_t state_key(const struct decider *d, const struct frame *f)
 {
-    return (d->hash ^ mix(f->thr_f ^ 0x51ed27) ^ mix(f->thr_k + 0x1d8e4e27c47d124full)) | 1;
+    return (d->hash ^ mix(f->thr_f ^ 0x51ed27) ^ mix(f->thr_k + 0x1d8e4e27c47d124full) ^ mix(d->cfg + 0x7f4a7c15u)) | 1;
 }
 
 static int failed_before(const struct decider *d, uint64_t key)
@@ -388,6 +406,8 @@ static int raise_floor(void *ctx, uint32_t c)
         d->ftrail[d->nftrail++] = (struct floor_change){c, d->floor[c]};
         d->floor[c] = nf;
         floor_raised(d, c);
+        d->stale[HEAP_CAND] += d->heap[HEAP_CAND].pos[c] != NONE;
+        d->stale[HEAP_HEIGHT] += d->heap[HEAP_HEIGHT].pos[c] != NONE;
         d->aff_lo = d->s0[c] < d->aff_lo ? d->s0[c] : d->aff_lo;
         d->aff_hi = d->s1[c] > d->aff_hi ? d->s1[c] : d->aff_hi;
     }
@@ -607,8 +627,10 @@ static int reset(struct decider *d, unsigned cfg)
             d->heap[k].pos[i] = NONE;
     }
     d->left = d->n;
-    for (int k = 0; k < HEAPS; k++)
+    for (int k = 0; k < HEAPS; k++) {
         d->heap[k].n = 0;
+        d->stale[k] = 0;
+    }
     /* Nothing is placed: every buffer is a candidate (its key2 is above 0), heapified. */
     for (int k = 0; k < HEAPS; k += 2) {
         struct heap *h = &d->heap[k];

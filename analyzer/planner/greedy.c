@@ -382,7 +382,8 @@ static void *portfolio_worker(void *arg)
     return NULL;
 }
 
-int run_portfolio(struct planner *p, const uint64_t *breadth, double deadline, int abandon, struct best_plan *best)
+int run_portfolio(struct planner *p, const uint64_t *breadth, double start_by, double deadline, int abandon,
+                  struct best_plan *best)
 {
     size_t which[PORTFOLIO_MAX], count = 0;
     for (size_t h = 0; h < ws_portfolio_count; h++)
@@ -390,7 +391,7 @@ int run_portfolio(struct planner *p, const uint64_t *breadth, double deadline, i
             which[count++] = h;
     uint64_t peak[PORTFOLIO_MAX];
     uint64_t *off[PORTFOLIO_MAX] = {0};
-    struct portfolio_run run = {p, breadth, which, count, peak, off, SIZE_MAX, 0, deadline, abandon ? deadline : 0};
+    struct portfolio_run run = {p, breadth, which, count, peak, off, SIZE_MAX, 0, start_by, abandon ? deadline : 0};
     int rc = -1;
     for (size_t e = 0; e < count; e++) {
         peak[e] = UINT64_MAX;

@@ -197,9 +197,10 @@ int breadth_of(const struct planner *p, uint64_t *breadth);
 int make_order(const struct planner *p, enum order_kind kind, const uint64_t *breadth, double noise, uint64_t *rng,
                uint32_t *order);
 int try_order(struct planner *p, const uint32_t *order, enum fit fit, const char *name, struct best_plan *best);
-/* deadline (0: none): decoders after the first two do not start once it has passed; with
- * `abandon` (best holds a layout already) every decoder gives up when it passes. */
-int run_portfolio(struct planner *p, const uint64_t *breadth, double deadline, int abandon, struct best_plan *best);
+/* start_by (0: none): decoders after the first two do not start once it has passed; with
+ * `abandon` (best holds a layout already) every decoder gives up when `deadline` (0: none) passes. */
+int run_portfolio(struct planner *p, const uint64_t *breadth, double start_by, double deadline, int abandon,
+                  struct best_plan *best);
 /* The sweep: first fit in order of start with the live buffers in an array by address, in
  * O(n log n + n * live); the layout that the time limit never takes away on large problems.
  * Returns 0 (best set), 1 when more than SWEEP_LIVE_MAX buffers are alive at once (nothing

@@ -12,6 +12,15 @@
 
 #define DECISION_NAME "decision-search"
 
+/* From this many buffers on (up to LARGE_PROBLEM: above it there are no windows), the windows
+ * come before any capacity search and take most of a time limit: there the decision search's
+ * first probes over the whole problem cost a tenth of a second and rarely settle it, while the
+ * windows solve the busiest sections (somas_bert_nezha). */
+#define WINDOWS_FIRST 4096
+/* There, with a time limit, the decoders after the first two only start within this share of it
+ * (on a loaded machine the portfolio alone may take half a second on 12,000 buffers). */
+#define PORTFOLIO_SHARE 0.1
+
 /* From this many buffers on, a time limit starts with the sweep's layout (greedy.c). */
 #define SWEEP_PROBLEM 20000
 
@@ -36,9 +45,10 @@ static void accept_layout(const struct planner *p, const uint64_t *off, struct b
 
 /*
  * Restarts with growing node limits: each round probes the lower bound with every configuration
- * of the decision search, then searches down from the best layout with one configuration;
- * INFEASIBLE raises the lower bound, FOUND lowers the best peak, ABORTED (node limit reached)
- * counts as "not at this limit". Then the limit doubles. Failed states are shared by all rounds.
+ * of the decision search, then searches down from the best layout (each probe with every
+ * configuration until one settles it); INFEASIBLE raises the lower bound, FOUND lowers the best
+ * peak, ABORTED (node limit reached) counts as "not at this limit". Then the limit doubles.
+ * Failed states are shared by all rounds.
  */
 static int capacity_search(struct planner *p, struct best_plan *best, uint64_t *lower, uint64_t seed,
                            struct budget *bud)
@@ -68,13 +78,19 @@ static int capacity_search(struct planner *p, struct best_plan *best, uint64_t *
             limit /= 2; /* progress at this limit: try it again */
             continue;
         }
-        /* Then down from the best layout: each probe an eighth of the gap below it (FOUND lowers
-         * the best peak, INFEASIBLE raises the lower bound); an aborted probe is retried closer
-         * to the best layout, and one right below it ends the round: the limit must grow. */
+        /* Then down from the best layout: each probe an eighth of the gap below it, tried with
+         * every configuration (from the round's own) until one settles it: FOUND lowers the
+         * best peak, INFEASIBLE raises the lower bound. On hard problems a probe that one
+         * configuration's dive misses another's often finds (planner_gen hard 500: 14.2 % above
+         * the load bound after 300,000 steps with the round's configuration alone, 13.0 % with
+         * all). A probe aborted by all is retried closer to the best layout, and one right below
+         * it ends the round: the limit must grow. */
         uint64_t share = 8;
         for (uint64_t a = *lower + 1, b = best->peak - 1; a <= b && b != UINT64_MAX && !budget_spent(bud);) {
             uint64_t c = b - (b - a) / share;
-            enum decision r = decide(d, c, round % nconfig, limit, bud, off);
+            enum decision r = DECISION_ABORTED;
+            for (unsigned k = 0; k < nconfig && r == DECISION_ABORTED && !budget_spent(bud); k++)
+                r = decide(d, c, (round + k) % nconfig, limit, bud, off);
             if (r == DECISION_ERROR)
                 goto out;
             if (r == DECISION_FOUND) {
@@ -122,7 +138,7 @@ static int plan_all(struct planner *p, const struct ws_plan_options *o, double t
     double deadline = o->time_limit_s > 0 ? t0 + o->time_limit_s : 0;
     /* With a time limit, large problems first get the sweep's layout (fast: first fit by start),
      * so that the decoders may give up at the limit and the call still returns a layout in time. */
-    int swept = 0;
+    int swept = 0, windows_first = p->n >= WINDOWS_FIRST && p->n <= LARGE_PROBLEM;
     if (deadline > 0 && p->n >= SWEEP_PROBLEM) {
         int r = sweep_decode(p, best);
         if (r < 0)
@@ -130,7 +146,8 @@ static int plan_all(struct planner *p, const struct ws_plan_options *o, double t
         swept = r == 0;
     }
     if (!order || !breadth || (need_breadth && breadth_of(p, breadth)) ||
-        run_portfolio(p, breadth, deadline, swept, best))
+        run_portfolio(p, breadth, windows_first && deadline > 0 ? t0 + o->time_limit_s * PORTFOLIO_SHARE : deadline,
+                      deadline, swept, best))
         goto out;
     if (deadline > 0 && now_s() >= deadline)
         searching = 0;
@@ -139,12 +156,13 @@ static int plan_all(struct planner *p, const struct ws_plan_options *o, double t
     if (p->n <= LARGE_PROBLEM && best->peak > p->lb && (searching || !deadline) && canonical_decode(p, breadth, best))
         goto out;
     /* The budget in shares of the steps: a first capacity search up to 2 % (the decision search
-     * alone often proves the lower bound quickly), the windows up to 45 %, the capacity search
-     * again up to 50 %, the repairs up to 80 %, the neighbourhood search the rest. In time the
-     * first two stages get shares of what the decoders left (on a loaded machine they may take
-     * most of it), the others end at fixed shares of the limit. */
+     * alone often proves the lower bound quickly; not from WINDOWS_FIRST buffers on), the windows
+     * up to 45 %, the capacity search again up to 50 %, the repairs up to 80 %, the neighbourhood
+     * search the rest. In time the first two stages get shares of what the decoders left (on a
+     * loaded machine they may take most of it; from WINDOWS_FIRST buffers on the windows end at
+     * 85 % of the limit), the others end at fixed shares of the limit. */
     int repaired = 0, windowed = 0;
-    if (searching && best->peak > *lower) {
+    if (searching && best->peak > *lower && !windows_first) {
         struct budget bud = share(o, t0, 0.02, 0);
         if (bud.deadline > 0)
             bud.deadline = now_s() + (t0 + o->time_limit_s - now_s()) * 0.15;
@@ -155,7 +173,7 @@ static int plan_all(struct planner *p, const struct ws_plan_options *o, double t
     if (searching && best->peak > *lower && p->n <= LARGE_PROBLEM && (!o->work_limit || *work < o->work_limit)) {
         struct budget bud = share(o, t0, 0.45, *work);
         if (bud.deadline > 0)
-            bud.deadline = (now_s() + t0 + o->time_limit_s) / 2;
+            bud.deadline = windows_first ? t0 + o->time_limit_s * 0.85 : (now_s() + t0 + o->time_limit_s) / 2;
         if (window_search(p, best, *lower, o->seed, &bud, &windowed))
             goto out;
         *work = bud.used;
