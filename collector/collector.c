@@ -242,6 +242,9 @@ struct collector {
      * handle -> its live mappings, reserved address -> vmm_reservations id; releases that wait for
      * the last unmap */
     struct ws_u64map vmm_maps, vmm_map_handle, vmm_mapped, vmm_reserved;
+    /* handle -> references held by retains of memory this process made (beyond cuMemCreate's
+     * one); handle -> references to imported memory (another owner's: no allocation here) */
+    struct ws_u64map vmm_retained, vmm_foreign;
     struct vmm_release *releases;
     size_t nreleases, releases_cap;
     int64_t next_mapping, next_reservation;
@@ -864,6 +867,39 @@ static int64_t graph_live_allocation(void *ctx, uint64_t address);
  * memory still mapped closes the row at the last cuMemUnmap of it instead (free_api 'cuMemUnmap').
  * Mappings and address reservations are rows of vmm_mappings and vmm_reservations.
  */
+/*
+ * A handle has as many references as cuMemCreate or cuMemImportFromShareableHandle gave it plus its
+ * cuMemRetainAllocationHandle calls; each cuMemRelease gives one back.  Only the last release of
+ * memory this process made frees it; imported memory is another owner's and frees nothing here.
+ * Returns 1 when the release gave back a reference that is not the last (nothing more to record),
+ * 0 when it is the last of this process's own memory, -1 on failure.
+ */
+static int vmm_release_reference(struct collector *c, const struct ws_rec *r)
+{
+    uint64_t n = 0;
+    struct ws_u64map *m = ws_u64map_get(&c->vmm_foreign, r->u[0], &n) ? &c->vmm_foreign
+                          : ws_u64map_get(&c->vmm_retained, r->u[0], &n) ? &c->vmm_retained
+                                                                          : NULL;
+    if (!m)
+        return 0;
+    if (n > 1)
+        return ws_u64map_put(m, r->u[0], n - 1) == 0 ? 1 : fail(c, "out of memory");
+    ws_u64map_del(m, r->u[0]);
+    return 1;
+}
+
+static int vmm_add_reference(struct collector *c, const struct ws_rec *r)
+{
+    uint64_t handle = r->u[3], n = 0;
+    if (r->status != 0 || handle == 0)
+        return 0;
+    /* memory this process made, even when it comes back through an import of its own export, is
+     * retained; the rest (another owner's, or made before tracing began) is foreign */
+    struct ws_u64map *m = graph_live_allocation(c, handle) != 0 ? &c->vmm_retained : &c->vmm_foreign;
+    ws_u64map_get(m, handle, &n);
+    return ws_u64map_put(m, handle, n + 1) == 0 ? 0 : fail(c, "out of memory");
+}
+
 static int vmm_defer_release(struct collector *c, struct thread_state *t, const struct ws_rec *r)
 {
     uint64_t mapped = 0;
@@ -971,6 +1007,8 @@ static int on_vmm(struct collector *c, struct thread_state *t, const struct ws_r
             return fail(c, "out of memory");
         return 0;
     }
+    case WS_API_cuMemRetainAllocationHandle:
+    case WS_API_cuMemImportFromShareableHandle: return vmm_add_reference(c, r);
     case WS_API_cuMemAddressFree:
         if (r->status != 0 || !ws_u64map_get(&c->vmm_reserved, r->u[0], &v))
             return write_error(c, t, r);
@@ -1617,6 +1655,9 @@ static int dispatch(struct collector *c, struct thread_state *t, const struct ws
         return ws_graphs_allocated(c->graphs, ti, r, c->next_alloc) == 0 ? 0 : graph_failed(c);
     case WS_REC_FREE:
         if (r->api == WS_API_cuMemRelease && r->status == 0) {
+            int kept = vmm_release_reference(c, r);
+            if (kept != 0)
+                return kept > 0 ? 0 : -1;
             int deferred = vmm_defer_release(c, t, r);
             if (deferred != 0)
                 return deferred > 0 ? 0 : -1;
@@ -1845,7 +1886,8 @@ static int setup(struct collector *c)
         ws_u64map_init(&c->domain_rows, 16) || ws_u64map_init(&c->domain_names, 16) ||
         ws_u64map_init(&c->open_heaps, 16) || ws_u64map_init(&c->region_at, 64) || ws_u64map_init(&c->containers, 16) ||
         ws_u64map_init(&c->vmm_maps, 16) || ws_u64map_init(&c->vmm_map_handle, 16) ||
-        ws_u64map_init(&c->vmm_mapped, 16) || ws_u64map_init(&c->vmm_reserved, 16))
+        ws_u64map_init(&c->vmm_mapped, 16) || ws_u64map_init(&c->vmm_reserved, 16) ||
+        ws_u64map_init(&c->vmm_retained, 16) || ws_u64map_init(&c->vmm_foreign, 16))
         return fail(c, "out of memory");
     c->free_region = c->process_wide = -1;
     c->threads = calloc(c->spool.nthreads ? c->spool.nthreads : 1, sizeof *c->threads);
@@ -1907,6 +1949,8 @@ static void teardown(struct collector *c)
     ws_u64map_free(&c->vmm_map_handle);
     ws_u64map_free(&c->vmm_mapped);
     ws_u64map_free(&c->vmm_reserved);
+    ws_u64map_free(&c->vmm_retained);
+    ws_u64map_free(&c->vmm_foreign);
     free(c->releases);
     free(c->heaps);
     free(c->regions);

@@ -83,7 +83,9 @@ enum ws_rec_type {
                                   u3=reserved high, u4=used high, u5=release threshold (graph allocator: device) */
     /* driver virtual memory (libtrace/hooks_driver.c), by api: cuMemMap: u0=address, u1=bytes, u2=offset,
        u3=physical handle, u4=device; cuMemUnmap: u0=address, u1=bytes; cuMemAddressReserve: u0=address
-       returned, u1=bytes, u2=alignment, u3=address asked for; cuMemAddressFree: u0=address, u1=bytes */
+       returned, u1=bytes, u2=alignment, u3=address asked for; cuMemAddressFree: u0=address, u1=bytes;
+       cuMemRetainAllocationHandle: u0=address, u3=handle returned (one more reference to it);
+       cuMemImportFromShareableHandle: u2=handle type, u3=handle returned (memory of another owner) */
     WS_REC_VMM,
     WS_REC_TYPE_COUNT
 };
@@ -231,6 +233,8 @@ enum ws_api {
     WS_API_cuIpcOpenMemHandle,
     WS_API_cuIpcOpenMemHandle_v2,
     WS_API_cuIpcCloseMemHandle,
+    WS_API_cuMemRetainAllocationHandle,
+    WS_API_cuMemImportFromShareableHandle,
     WS_API_COUNT
 };
 

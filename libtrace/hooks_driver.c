@@ -608,6 +608,24 @@ WS_HOOK(CUresult, cuMemAddressFree, (CUdeviceptr ptr, size_t size), (ptr, size))
                      record_vmm(WS_API_cuMemAddressFree, rc, ptr, size, 0, 0, before));
 }
 
+/* One more reference to physical memory mapped at addr: it is given back at the last release. */
+WS_HOOK(CUresult, cuMemRetainAllocationHandle, (CUmemGenericAllocationHandle * handle, void *addr), (handle, addr))
+{
+    DRV_FORWARD(cuMemRetainAllocationHandle, (handle, addr),
+                record_vmm(WS_API_cuMemRetainAllocationHandle, rc, (uint64_t)(uintptr_t)addr, 0, 0,
+                           rc == CUDA_SUCCESS && handle ? *handle : 0, 0));
+}
+
+/* Physical memory another process (or another handle) owns: mapped here, counted where it was made. */
+WS_HOOK(CUresult, cuMemImportFromShareableHandle,
+        (CUmemGenericAllocationHandle * handle, void *os_handle, CUmemAllocationHandleType type),
+        (handle, os_handle, type))
+{
+    DRV_FORWARD(cuMemImportFromShareableHandle, (handle, os_handle, type),
+                record_vmm(WS_API_cuMemImportFromShareableHandle, rc, 0, 0, (uint64_t)type,
+                           rc == CUDA_SUCCESS && handle ? *handle : 0, 0));
+}
+
 /* ---- launches ---- */
 
 /* A launched function (a CUfunction, or a CUkernel) is named once per thread and spool, from the
@@ -806,6 +824,8 @@ static const struct proc procs[] = {
     P("cuMemUnmap", 10020, 0, "cuMemUnmap", cuMemUnmap),
     P("cuMemAddressReserve", 10020, 0, "cuMemAddressReserve", cuMemAddressReserve),
     P("cuMemAddressFree", 10020, 0, "cuMemAddressFree", cuMemAddressFree),
+    P("cuMemRetainAllocationHandle", 11000, 0, "cuMemRetainAllocationHandle", cuMemRetainAllocationHandle),
+    P("cuMemImportFromShareableHandle", 10020, 0, "cuMemImportFromShareableHandle", cuMemImportFromShareableHandle),
     /* context changes: forwarded, and the thread's device asked again */
     P("cuCtxSetCurrent", 4000, 0, "cuCtxSetCurrent", cuCtxSetCurrent),
     P("cuCtxPushCurrent", 2000, 0, "cuCtxPushCurrent", NULL),

@@ -3,6 +3,7 @@
  * "key=value" lines, the calls it made as it counted them; the tests compare the trace with them.
  *   direct  every allocation kind, its free, and launches of each form
  *   vmm     physical memory mapped into a reservation: released while mapped, and after unmapping
+ *   vmm_refs  a retained handle given back at its last release; memory imported from a descriptor
  *   graph   a graph with a memory node launched GRAPH_N times; a captured cuMemAllocAsync launched
  *           CAPTURE_M times
  *   arrays  a 2D, a 3D and a mipmapped array, and a registered host buffer, each given back
@@ -146,6 +147,42 @@ static void vmm(void)
            unmaps, releases, reserves);
 }
 
+/* References: memory retained through its mapping is given back at its last release, after a
+ * marker allocation; memory imported from a file descriptor is another owner's (the simulated
+ * driver, like a GPU's, counts it where it was made) and its mapping and release free nothing. */
+static void vmm_refs(void)
+{
+    CUmemAllocationProp prop;
+    memset(&prop, 0, sizeof prop);
+    prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+    prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+    size_t granule = 0;
+    CHECK(cuMemGetAllocationGranularity(&granule, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM));
+    CUdeviceptr va, marker;
+    CUmemGenericAllocationHandle made, retained, exported, imported;
+    CHECK(cuMemAddressReserve(&va, 2 * granule, 0, 0, 0));
+    CHECK(cuMemCreate(&made, granule, &prop, 0));
+    CHECK(cuMemMap(va, granule, 0, made, 0));
+    CHECK(cuMemRetainAllocationHandle(&retained, (void *)va));
+    CHECK(cuMemRelease(made)); /* one reference left */
+    CHECK(cuMemUnmap(va, granule));
+    CHECK(cuMemAlloc(&marker, 1)); /* the retained memory is still held here */
+    CHECK(cuMemRelease(retained)); /* the last reference: given back now */
+    CHECK(cuMemFree(marker));
+    CHECK(cuMemCreate(&exported, granule, &prop, 0));
+    int fd = -1;
+    CHECK(cuMemExportToShareableHandle(&fd, exported, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0));
+    CHECK(cuMemImportFromShareableHandle(&imported, (void *)(intptr_t)fd, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR));
+    CHECK(cuMemMap(va + granule, granule, 0, imported, 0));
+    CHECK(cuMemRelease(imported));
+    CHECK(cuMemUnmap(va + granule, granule));
+    CHECK(cuMemRelease(exported));
+    CHECK(cuMemAddressFree(va, 2 * granule));
+    close(fd);
+    printf("granule=%zu\ncreates=2\nmaps=2\n", granule);
+}
+
 enum { GRAPH_N = 3, CAPTURE_M = 2, NODE_BYTES = 3 << 20, CAPTURED_BYTES = 5 << 20 };
 
 static void graph(CUfunction f)
@@ -263,7 +300,7 @@ static void ipc(CUfunction f)
 int main(int argc, char **argv)
 {
     if (argc != 2) {
-        fprintf(stderr, "usage: driver_prog direct|vmm|graph|arrays|ipc\n");
+        fprintf(stderr, "usage: driver_prog direct|vmm|vmm_refs|graph|arrays|ipc\n");
         return 2;
     }
     CUfunction f = setup();
@@ -271,6 +308,8 @@ int main(int argc, char **argv)
         direct(f);
     else if (strcmp(argv[1], "vmm") == 0)
         vmm();
+    else if (strcmp(argv[1], "vmm_refs") == 0)
+        vmm_refs();
     else if (strcmp(argv[1], "graph") == 0)
         graph(f);
     else if (strcmp(argv[1], "arrays") == 0)

@@ -145,6 +145,29 @@ Test(driver, virtual_memory_is_physical_allocations_and_their_mappings)
     tu_result_free(&r);
 }
 
+Test(driver, physical_memory_is_given_back_at_its_last_reference_and_imports_free_nothing)
+{
+    struct tu_result r;
+    sqlite3 *db = traced(&r, SIM_PATH, PROG("driver_prog"), "vmm_refs");
+    long long granule = tu_kv(r.out, "granule");
+    /* the program made two chunks; the imported one is another owner's (no row of its own) */
+    cr_expect_eq(allocs_of(db, "cuMemCreate"), tu_kv(r.out, "creates"));
+    cr_expect_eq(tu_int(db, "SELECT COUNT(*) FROM allocations WHERE api = 'cuMemCreate' AND bytes = %lld", granule),
+                 2);
+    /* the retained chunk lives past the marker allocation: freed by its second release */
+    cr_expect_eq(tu_int(db, "SELECT COUNT(*) FROM allocations a, allocations m WHERE a.api = 'cuMemCreate' "
+                            "AND m.api = 'cuMemAlloc_v2' AND a.free_api = 'cuMemRelease' AND a.alloc_ns < m.alloc_ns "
+                            "AND a.free_ns > m.alloc_ns"),
+                 1);
+    cr_expect_eq(frees_of(db, "cuMemRelease"), 2);
+    cr_expect_eq(frees_of(db, "cuMemUnmap"), 0);
+    cr_expect_eq(tu_int(db, "SELECT COUNT(*) FROM vmm_mappings WHERE unmap_ns IS NOT NULL"), tu_kv(r.out, "maps"));
+    cr_expect_eq(tu_int(db, "SELECT COUNT(*) FROM vmm_mappings WHERE allocation_id IS NULL"), 1);
+    cr_expect_eq(tu_int(db, "SELECT COUNT(*) FROM api_errors"), 0);
+    sqlite3_close(db);
+    tu_result_free(&r);
+}
+
 Test(driver, driver_graphs_allocate_at_each_launch_never_at_capture)
 {
     struct tu_result r;
