@@ -27,6 +27,7 @@
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>
 
+#include "driver_hooks.h"
 #include "graph_hooks.h"
 #include "tracer.h"
 
@@ -55,26 +56,6 @@ CUresult cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion, cuuin
 CUresult cuIpcOpenMemHandle(CUdeviceptr *pdptr, CUipcMemHandle handle, unsigned int Flags);
 cudaError_t cudaGetDriverEntryPoint_ptsz(const char *symbol, void **funcPtr, unsigned long long flags,
                                          enum cudaDriverEntryPointQueryResult *driverStatus);
-
-/* What a hook answers when the real function cannot be found. */
-#define DRV_MISSING CUDA_ERROR_NOT_FOUND
-
-/* The body of a driver hook's traced half (WS_HOOK, graph_hooks.h): as WS_FORWARD, with the
- * driver's result type. */
-#define DRV_FORWARD(name, args, RECORD)                                                                                \
-    do {                                                                                                               \
-        __typeof__(&name) fn = __atomic_load_n(&name##_real_, __ATOMIC_ACQUIRE);                                       \
-        int first_ = fn == NULL;                                                                                       \
-        if (__builtin_expect(first_, 0) && !(fn = WS_REAL_FN_AT_(name, name##_real_)))                                 \
-            return DRV_MISSING;                                                                                        \
-        if (!ws_hook_enter_traced(first_))                                                                             \
-            return fn args;                                                                                            \
-        CUresult rc = fn args;                                                                                         \
-        int saved = *ws_errno();                                                                                       \
-        RECORD;                                                                                                        \
-        ws_hook_leave(saved);                                                                                          \
-        return rc;                                                                                                     \
-    } while (0)
 
 /* A free: its time is taken before the call (hooks_cuda.c, FORWARD_AND_RECORD_FREE_IF says why;
  * clock_gettime leaves errno alone);  a free of 0 frees nothing and is not recorded.  RECORD sees

@@ -12,6 +12,7 @@
 #include <cuda_runtime_api.h>
 #include <stdlib.h>
 
+#include "driver_hooks.h"
 #include "graph_hooks.h"
 #include "tracer.h"
 
@@ -41,24 +42,6 @@ CUresult cuStreamEndCapture_ptsz(CUstream hStream, CUgraph *phGraph);
 CUresult cuGraphLaunch_ptsz(CUgraphExec hGraphExec, CUstream hStream);
 CUresult cuGraphInstantiateWithParams_ptsz(CUgraphExec *phGraphExec, CUgraph hGraph,
                                            CUDA_GRAPH_INSTANTIATE_PARAMS *instantiateParams);
-
-#define DRV_MISSING CUDA_ERROR_NOT_FOUND
-
-/* As DRV_FORWARD in hooks_driver.c (the traced half of a WS_HOOK). */
-#define DRV_FORWARD(name, args, RECORD)                                                                                \
-    do {                                                                                                               \
-        __typeof__(&name) fn = __atomic_load_n(&name##_real_, __ATOMIC_ACQUIRE);                                       \
-        int first_ = fn == NULL;                                                                                       \
-        if (__builtin_expect(first_, 0) && !(fn = WS_REAL_FN_AT_(name, name##_real_)))                                 \
-            return DRV_MISSING;                                                                                        \
-        if (!ws_hook_enter_traced(first_))                                                                             \
-            return fn args;                                                                                            \
-        CUresult rc = fn args;                                                                                         \
-        int saved = *ws_errno();                                                                                       \
-        RECORD;                                                                                                        \
-        ws_hook_leave(saved);                                                                                          \
-        return rc;                                                                                                     \
-    } while (0)
 
 static uint64_t u64(const void *p) { return (uint64_t)(uintptr_t)p; }
 
