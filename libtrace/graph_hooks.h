@@ -16,6 +16,7 @@
 
 #include "tracer.h"
 
+
 /* The real definition of a CUDA function (real_symbols.c): the one registered for its name, else
  * the next one after this library, else one in an already loaded cudart or libcuda (opened with
  * RTLD_LOCAL by a plugin).  NULL when there is none. */
@@ -107,7 +108,10 @@ _Static_assert(sizeof ws_enabled == 4, "the hook entries compare ws_enabled as 3
 // clang-format on
 #elif defined(__aarch64__)
 /* x16: the intra-procedure-call scratch register (what a PLT entry uses).  The conditional
- * branches reach the traced half through a `b`, whose range the linker extends when needed. */
+ * branches reach the traced half through a `b`, whose range the linker extends when needed.  The
+ * slot is read with a plain load, as the trampolines of lookup.c read theirs: a racing reader sees
+ * NULL (and takes the traced half, which resolves again) or the function, whose code was mapped
+ * before its address was stored. */
 // clang-format off
 #define WS_HOOK_ENTRY_ASM_(sym)                                                                                        \
     WS_HOOK_CFI_(".cfi_endproc")                                                                                       \
