@@ -45,12 +45,115 @@ void *ws_real_registered(const char *name);
 
 /*
  * A hook in two halves.  The exported function `name` is the forwarding test alone: with tracing
- * off and the real function known (in slot), it jumps there without a frame of its own (two loads
- * and a jump); else it jumps to the traced half (one load and a jump while tracing), the body that
- * follows the macro, kept out of line so that the registers and locals of recording are paid only
- * when recording.  WS_HOOK keeps the real function in name##_real_, where WS_FORWARD (and the
- * driver's DRV_FORWARD) look for it.
+ * off and the real function known (in slot), it jumps there; else it jumps to the traced half, the
+ * body that follows the macro, kept out of line so that the registers and locals of recording are
+ * paid only when recording.  WS_HOOK keeps the real function in name##_real_, where WS_FORWARD (and
+ * the driver's DRV_FORWARD) look for it.
+ *
+ * On x86-64 and aarch64 the exported function is a stub in assembly (WS_HOOK_ENTRY_ASM_), emitted
+ * by name##_entry_ (never called: it only carries the stub, whose operands give the addresses of
+ * ws_enabled, the slot and the traced half).  The stub touches no argument register, no stack and
+ * no errno: the real function or the traced half receives the arguments exactly as the caller
+ * passed them, struct-by-value and stack arguments included, and returns to the caller itself.
+ * Untraced it is six instructions (x86-64: compare, branch, load, test, branch, jump), whatever
+ * the signature; a C function would copy the arguments it passes on the stack before its tail
+ * jump.  Elsewhere (or built with WS_HOOK_C_ENTRY defined) the exported function is the same test
+ * in C.
  */
+/* ws_enabled as the stubs read it: a symbol of this library, addressed relative to the code, and
+ * compared as 32 bits. */
+extern int ws_enabled __attribute__((visibility("hidden")));
+_Static_assert(sizeof ws_enabled == 4, "the hook entries compare ws_enabled as 32 bits");
+
+#define WS_HOOK_STR2_(x) #x
+#define WS_HOOK_STR_(x)  WS_HOOK_STR2_(x)
+
+/* The stub is written inside name##_entry_, whose own frame description is open there: it is
+ * closed before the stub's and opened again after it (name##_entry_ itself never runs). */
+#ifdef __GCC_HAVE_DWARF2_CFI_ASM
+#define WS_HOOK_CFI_(directive) "    " directive "\n"
+#else
+#define WS_HOOK_CFI_(directive) ""
+#endif
+
+#if defined(WS_HOOK_C_ENTRY)
+/* (the C form everywhere: a build that checks it) */
+#elif defined(__x86_64__)
+#if defined(__CET__) && (__CET__ & 1)
+#define WS_HOOK_LANDING_ "    endbr64\n" /* reached through the PLT's indirect jump */
+#else
+#define WS_HOOK_LANDING_ ""
+#endif
+/* %r11: neither an argument register nor preserved across calls. */
+// clang-format off
+#define WS_HOOK_ENTRY_ASM_(sym)                                                                                        \
+    WS_HOOK_CFI_(".cfi_endproc")                                                                                       \
+    ".pushsection .text\n"                                                                                             \
+    "    .p2align 4\n"                                                                                                 \
+    "    .globl " sym "\n"                                                                                             \
+    "    .type " sym ", @function\n"                                                                                   \
+    sym ":\n"                                                                                                          \
+    WS_HOOK_CFI_(".cfi_startproc")                                                                                     \
+    WS_HOOK_LANDING_                                                                                                   \
+    "    cmpl $0, %c[flag](%%rip)\n"                                                                                   \
+    "    jne %c[traced]\n"                                                                                             \
+    "    movq %c[slot_](%%rip), %%r11\n"                                                                               \
+    "    testq %%r11, %%r11\n"                                                                                         \
+    "    jz %c[traced]\n"                                                                                              \
+    "    jmp *%%r11\n"                                                                                                 \
+    WS_HOOK_CFI_(".cfi_endproc")                                                                                       \
+    "    .size " sym ", .-" sym "\n"                                                                                   \
+    ".popsection\n"                                                                                                    \
+    WS_HOOK_CFI_(".cfi_startproc")
+// clang-format on
+#elif defined(__aarch64__)
+/* x16: the intra-procedure-call scratch register (what a PLT entry uses).  The conditional
+ * branches reach the traced half through a `b`, whose range the linker extends when needed.  The
+ * slot is read with a plain load, as the trampolines of lookup.c read theirs: a racing reader sees
+ * NULL (and takes the traced half, which resolves again) or the function, whose code was mapped
+ * before its address was stored. */
+// clang-format off
+#define WS_HOOK_ENTRY_ASM_(sym)                                                                                        \
+    WS_HOOK_CFI_(".cfi_endproc")                                                                                       \
+    ".pushsection .text\n"                                                                                             \
+    "    .p2align 4\n"                                                                                                 \
+    "    .globl " sym "\n"                                                                                             \
+    "    .type " sym ", %%function\n"                                                                                  \
+    sym ":\n"                                                                                                          \
+    WS_HOOK_CFI_(".cfi_startproc")                                                                                     \
+    "    adrp x16, %c[flag]\n"                                                                                         \
+    "    ldr w16, [x16, :lo12:%c[flag]]\n"                                                                             \
+    "    cbnz w16, 1f\n"                                                                                               \
+    "    adrp x16, %c[slot_]\n"                                                                                        \
+    "    ldr x16, [x16, :lo12:%c[slot_]]\n"                                                                            \
+    "    cbz x16, 1f\n"                                                                                                \
+    "    br x16\n"                                                                                                     \
+    "1:  b %c[traced]\n"                                                                                               \
+    WS_HOOK_CFI_(".cfi_endproc")                                                                                       \
+    "    .size " sym ", .-" sym "\n"                                                                                   \
+    ".popsection\n"                                                                                                    \
+    WS_HOOK_CFI_(".cfi_startproc")
+// clang-format on
+#endif
+
+#ifdef WS_HOOK_ENTRY_ASM_
+/* The constraint of an operand that is a symbol's address, printed as its name (%c): "i", which
+ * GCC on aarch64 refuses for position-independent code, where it takes "S". */
+#if defined(__aarch64__) && !defined(__clang__)
+#define WS_HOOK_SYM_ "S"
+#else
+#define WS_HOOK_SYM_ "i"
+#endif
+#define WS_HOOK_AT(ret, name, params, args, slot)                                                                      \
+    WS_EXPORT ret name params;                                                                                         \
+    static __attribute__((noinline, used)) ret name##_traced_ params;                                                  \
+    static __attribute__((used)) void name##_entry_(void)                                                              \
+    {                                                                                                                  \
+        __asm__(WS_HOOK_ENTRY_ASM_(WS_HOOK_STR_(name))::[flag] WS_HOOK_SYM_(&ws_enabled),                              \
+                [slot_] WS_HOOK_SYM_(&(slot)), [traced] WS_HOOK_SYM_(name##_traced_));                                 \
+    }                                                                                                                  \
+    static ret name##_traced_ params
+#else
 #define WS_HOOK_AT(ret, name, params, args, slot)                                                                      \
     static __attribute__((noinline)) ret name##_traced_ params;                                                        \
     WS_EXPORT ret name params                                                                                          \
@@ -63,6 +166,7 @@ void *ws_real_registered(const char *name);
         return name##_traced_ args;                                                                                    \
     }                                                                                                                  \
     static ret name##_traced_ params
+#endif
 #define WS_HOOK(ret, name, params, args)                                                                               \
     static ret(*name##_real_) params;                                                                                  \
     WS_HOOK_AT(ret, name, params, args, name##_real_)

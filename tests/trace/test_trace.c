@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "argcheck.h"
 #include "spool_format.h"
 #include "trace_util.h"
 
@@ -1267,4 +1268,79 @@ Test(trace, collect_keeps_complete_records_before_a_torn_one)
     sqlite3_close(db);
     tu_result_free(&r);
     free(map);
+}
+
+/* ---- the hooks' exported entries pass every argument on unchanged ------------------------------ */
+
+#define ARGCHECK_PROG  WS_BUILD_DIR "/tests/argcheck_prog"
+#define ARGCHECK_N     4 /* calls of each function */
+#define ARGCHECK_N_ARG "4"
+
+/* argcheck_prog ARGCHECK_N with env: it exits 0 only when every argument reached the stand-ins
+ * (libwsargcheck.so) as it passed it and every result and errno came back as they left it. */
+static void argcheck(struct tu_result *r, const char *how, const char *trace, const char *const *env)
+{
+    const char *argv[] = {ARGCHECK_PROG, ARGCHECK_N_ARG, NULL};
+    if (trace)
+        tu_run_traced(r, trace, env, argv);
+    else
+        tu_run(r, env, argv);
+    cr_assert(r->exited && r->code == 0, "%s: exit %d signal %d\nstdout:\n%s\nstderr:\n%s", how, r->code, r->signal,
+              r->out, r->err);
+    cr_expect_eq(tu_kv(r->out, "calls"), 5 * ARGCHECK_N, "%s", how);
+    cr_expect_eq(tu_kv(r->out, "answered"), 5 * ARGCHECK_N, "%s: every call reached its stand-in", how);
+    cr_expect_eq(tu_kv(r->out, "mismatches"), 0, "%s", how);
+    cr_expect_str_empty(r->err, "%s: %s", how, r->err);
+}
+
+Test(trace, hook_entries_pass_struct_and_stack_arguments_unchanged)
+{
+    struct tu_result r;
+    /* without the tracer: the program and the stand-ins agree on the values */
+    const char *san = tu_sanitizer_preload();
+    argcheck(&r, "untraced", NULL, san ? ENV(san) : NULL);
+    tu_result_free(&r);
+    /* preloaded, tracing off: the forwarding entries (each function's first call resolves it) */
+    argcheck(&r, "forwarding", NULL, ENV(tu_tracer_preload(), "WSTRACE_DISABLE=1"));
+    tu_result_free(&r);
+    /* traced: the traced halves receive the same arguments, and record them */
+    char trace[512];
+    trace_path(trace, sizeof trace);
+    argcheck(&r, "traced", trace, NULL);
+    tu_result_free(&r);
+    sqlite3 *db = tu_open(trace);
+    static const unsigned rg[3] = {AC_RT_GRID}, rb[3] = {AC_RT_BLOCK}, dg[3] = {AC_DRV_GRID}, db_[3] = {AC_DRV_BLOCK};
+    cr_expect_eq(tu_int(db,
+                        "SELECT COUNT(*) FROM launches WHERE api = 'cudaLaunchKernel' AND status = 0 AND function = %u "
+                        "AND grid_x = %u AND grid_y = %u AND grid_z = %u AND block_x = %u AND block_y = %u AND "
+                        "block_z = %u AND shared_bytes = %u AND stream = %u",
+                        AC_RT_FUNC, rg[0], rg[1], rg[2], rb[0], rb[1], rb[2], AC_RT_SMEM, AC_RT_STREAM),
+                 ARGCHECK_N);
+    cr_expect_eq(tu_int(db,
+                        "SELECT COUNT(*) FROM launches WHERE api = 'cuLaunchKernel' AND status = 0 AND function = %u "
+                        "AND grid_x = %u AND grid_y = %u AND grid_z = %u AND block_x = %u AND block_y = %u AND "
+                        "block_z = %u AND shared_bytes = %u AND stream = %u",
+                        AC_DRV_FUNC, dg[0], dg[1], dg[2], db_[0], db_[1], db_[2], AC_DRV_SMEM, AC_DRV_STREAM),
+                 ARGCHECK_N);
+    /* cudaMalloc3D: the extent (passed in memory) as requested bytes, the pitch the stand-in answered */
+    cr_expect_eq(tu_int(db,
+                        "SELECT COUNT(*) FROM allocations WHERE api = 'cudaMalloc3D' AND status = 0 AND "
+                        "requested_bytes = %u AND bytes = %u AND address - %u BETWEEN 0 AND %u AND "
+                        "(address - %u) %% %u = 0",
+                        AC_3D_WIDTH * AC_3D_HEIGHT * AC_3D_DEPTH, AC_3D_PITCH * AC_3D_HEIGHT * AC_3D_DEPTH, AC_3D_BASE,
+                        (ARGCHECK_N - 1) * AC_STEP, AC_3D_BASE, AC_STEP),
+                 ARGCHECK_N);
+    cr_expect_eq(tu_int(db, "SELECT COUNT(DISTINCT address) FROM allocations WHERE api = 'cudaMalloc3D'"), ARGCHECK_N);
+    /* the IPC openings: the addresses the stand-ins answered */
+    cr_expect_eq(tu_int(db,
+                        "SELECT COUNT(DISTINCT address) FROM allocations WHERE api = 'cudaIpcOpenMemHandle' AND "
+                        "status = 0 AND address - %u BETWEEN 0 AND %u",
+                        AC_RT_IPC_BASE, (ARGCHECK_N - 1) * AC_STEP),
+                 ARGCHECK_N);
+    cr_expect_eq(tu_int(db,
+                        "SELECT COUNT(DISTINCT address) FROM allocations WHERE api = 'cuIpcOpenMemHandle_v2' AND "
+                        "status = 0 AND address - %u BETWEEN 0 AND %u",
+                        AC_DRV_IPC_BASE, (ARGCHECK_N - 1) * AC_STEP),
+                 ARGCHECK_N);
+    sqlite3_close(db);
 }
