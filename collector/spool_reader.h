@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "spool_clock.h"
 #include "spool_format.h"
 
 struct ws_spool_thread {
@@ -20,6 +21,9 @@ struct ws_spool_thread {
     size_t chunk_at;
     uint32_t rec_at;
     uint32_t committed;
+    /* WS_CLOCK_TSC: the copy of the record last handed out, its time in nanoseconds */
+    struct ws_rec *view;
+    size_t view_cap; /* records */
 };
 
 struct ws_spool {
@@ -33,6 +37,8 @@ struct ws_spool {
     uint64_t corrupt_records; /* records skipped: malformed, or cut off by the end of the file */
     size_t *heap;             /* merge heap of thread indices */
     size_t heap_len;
+    int tsc;                     /* records carry counter ticks: handed out as copies timed by clock */
+    struct ws_spool_clock clock; /* (spool_clock.h) */
 };
 
 /* Open and index a spool.  0 or -1 with one line in err. */
@@ -41,7 +47,9 @@ void ws_spool_close(struct ws_spool *s);
 
 /* Next record in global time order (ties: thread serial, then record order).  Returns the head
  * record, with its string continuation records following it, or NULL at the end.
- * *thread is the index into s->threads. */
+ * *thread is the index into s->threads.  Its time is CLOCK_MONOTONIC nanoseconds whatever the
+ * spool's clock: a spool timed by the counter hands out copies, each valid until the next record
+ * of the same thread is taken. */
 const struct ws_rec *ws_spool_next(struct ws_spool *s, size_t *thread);
 
 /* Records of equal time on different threads: the first thread other than `except` whose records

@@ -15,7 +15,7 @@
 #include <stdint.h>
 
 #define WS_SPOOL_MAGIC        "WSSPOOL1"
-#define WS_SPOOL_VERSION      2u /* 2: NVTX attributes and memory extension; declarations with details */
+#define WS_SPOOL_VERSION      3u /* 2: NVTX attributes and memory extension; declarations with details; 3: clock */
 #define WS_SPOOL_HEADER_BYTES 4096u
 #define WS_CHUNK_BYTES        (256u * 1024u)
 #define WS_REC_BYTES          64u
@@ -292,8 +292,15 @@ struct ws_chunk_header {
     uint64_t seq;       /* index of this chunk among its thread's chunks */
     uint32_t committed; /* records published; written with release order */
     uint32_t image;     /* exec count of the image that wrote the chunk */
-    uint8_t pad[32];
+    uint64_t cal_tsc;   /* WS_CLOCK_TSC: a calibration pair taken when the chunk was mapped, */
+    uint64_t cal_ns;    /* the counter and CLOCK_MONOTONIC ns at the same moment (0, 0: none) */
+    uint8_t pad[16];
 };
+
+/* What a record's time counts (ws_spool_header.clock): CLOCK_MONOTONIC nanoseconds, or raw ticks
+ * of the time-stamp counter, which readers map to CLOCK_MONOTONIC nanoseconds through the
+ * calibration pairs of the header and the chunks (collector/spool_clock.h). */
+enum ws_clock { WS_CLOCK_MONOTONIC = 0, WS_CLOCK_TSC = 1 };
 
 struct ws_spool_header {
     char magic[8];
@@ -319,7 +326,14 @@ struct ws_spool_header {
                               writer from a later process that reuses its pid; 0 when unknown */
     uint64_t collected_ns; /* set once the writer has converted its own spool (it is kept only on
                               request): a later process may then replace it without a warning */
-    uint8_t pad[WS_SPOOL_HEADER_BYTES - 8 - 16 - 8 * 8 - 8 - 32 - 1024 - 32 - 16];
+    /* Version 3: */
+    uint32_t clock; /* enum ws_clock of the records' times */
+    uint32_t pad0;
+    uint64_t start_tsc; /* WS_CLOCK_TSC: the counter at start_ns, */
+    uint64_t end_tsc;   /* and at end_ns (0 while end_ns is) */
+    char boot_id[40];   /* the writer's kernel boot (NUL-terminated; empty when unknown): a reader on the
+                           same boot may read the counter itself for one more calibration pair */
+    uint8_t pad[WS_SPOOL_HEADER_BYTES - 8 - 16 - 8 * 8 - 8 - 32 - 1024 - 32 - 16 - 24 - 40];
 };
 
 _Static_assert(sizeof(struct ws_rec) == WS_REC_BYTES, "record size");

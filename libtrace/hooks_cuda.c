@@ -38,11 +38,12 @@ void __cudaRegisterFunction(void **fat_cubin, const char *host_fun, char *device
     X(cudaMallocFromPoolAsync)                                                                                         \
     X(cudaMallocManaged)                                                                                               \
     X(cudaMallocPitch)                                                                                                 \
-    X(cudaMallocHost) X(cudaHostAlloc) X(cudaFreeHost) X(cudaLaunchKernel) X(cudaLaunchKernelExC)                      \
-        X(cudaLaunchCooperativeKernel) X(cudaGraphLaunch) X(cudaSetDevice) X(__cudaGetKernel) X(__cudaLaunchKernel)    \
-            X(__cudaLaunchKernel_ptsz) X(__cudaRegisterFunction) X(cudaMallocAsync_ptsz) X(cudaFreeAsync_ptsz)         \
-                X(cudaMallocFromPoolAsync_ptsz) X(cudaLaunchKernel_ptsz) X(cudaLaunchKernelExC_ptsz)                   \
-                    X(cudaLaunchCooperativeKernel_ptsz) X(cudaGraphLaunch_ptsz)
+    X(cudaMallocHost)                                                                                                  \
+    X(cudaHostAlloc) X(cudaFreeHost) X(cudaLaunchKernel) X(cudaLaunchKernelExC) X(cudaLaunchCooperativeKernel)         \
+        X(cudaGraphLaunch) X(cudaSetDevice) X(__cudaGetKernel) X(__cudaLaunchKernel) X(__cudaLaunchKernel_ptsz)        \
+            X(__cudaRegisterFunction) X(cudaMallocAsync_ptsz) X(cudaFreeAsync_ptsz) X(cudaMallocFromPoolAsync_ptsz)    \
+                X(cudaLaunchKernel_ptsz) X(cudaLaunchKernelExC_ptsz) X(cudaLaunchCooperativeKernel_ptsz)               \
+                    X(cudaGraphLaunch_ptsz)
 
 #define WS_REAL_FIELD(name) __typeof__(&name) name;
 static struct {
@@ -55,8 +56,9 @@ static const struct {
     const char *name;
 } real_table[] = {WS_REAL_SYMBOLS(WS_REAL_ENTRY)};
 
-/* Resolve every real symbol at once; racing callers store the same values. */
-static void resolve_real(void)
+/* Resolve every real symbol at once; racing callers store the same values.  (Out of line: the
+ * traced halves that call it on their first call keep no registers for it.) */
+static __attribute__((noinline, cold)) void resolve_real(void)
 {
     for (size_t i = 0; i < sizeof real_table / sizeof real_table[0]; i++) {
         void *p = ws_real_symbol(real_table[i].name);
@@ -125,6 +127,25 @@ static void resolve_real(void)
         return rc;                                                                                                     \
     } while (0)
 
+/*
+ * The traced half of a hot hook (allocation, free, launch): forward, then return FINISH, a call
+ * to a leaf that records (ws_rec_put, tracer.h), clears the re-entry guard and answers rc; errno
+ * is kept by the leaf's general path, the only one that can change it.  BEFORE runs just before
+ * the real call (a free takes its time there).
+ */
+#define FORWARD_AND_FINISH_IF(name, args, WANTED, BEFORE, FINISH)                                                      \
+    do {                                                                                                               \
+        __typeof__(real.name) fn = __atomic_load_n(&real.name, __ATOMIC_ACQUIRE);                                      \
+        int first_ = fn == NULL;                                                                                       \
+        if (__builtin_expect(first_, 0) && !(fn = REAL(name)))                                                         \
+            return MISSING;                                                                                            \
+        if (!(WANTED) || !ws_hook_enter_traced(first_))                                                                \
+            return fn args;                                                                                            \
+        BEFORE;                                                                                                        \
+        cudaError_t rc = fn args;                                                                                      \
+        return FINISH;                                                                                                 \
+    } while (0)
+
 static inline void record_alloc(uint8_t api, cudaError_t rc, void *ptr, uint64_t requested, uint64_t bytes,
                                 cudaStream_t stream, uint32_t memory, uint64_t aux)
 {
@@ -187,6 +208,16 @@ static inline uint64_t pack_dim3(dim3 d)
     uint64_t packed_grid = pack_dim3(grid), packed_block = pack_dim3(block);                                           \
     __asm__("" : "+r"(packed_grid), "+r"(packed_block))
 
+/* The direct-mapped cache of the functions a thread named (ws_note_function, below). */
+#define NAMED_SLOTS 64u
+static WS_TLS const void *named_cache[NAMED_SLOTS];
+
+static inline unsigned named_slot(const void *fn)
+{
+    uintptr_t a = (uintptr_t)fn;
+    return (unsigned)((a >> 4) ^ (a >> 10)) & (NAMED_SLOTS - 1);
+}
+
 /* grid, block: packed with ws_pack_dim3. */
 static inline void record_launch(uint8_t api, cudaError_t rc, const void *fn, uint64_t grid, uint64_t block,
                                  size_t smem, cudaStream_t stream)
@@ -211,12 +242,91 @@ static inline void record_launch(uint8_t api, cudaError_t rc, const void *fn, ui
     ws_rec_commit(1);
 }
 
+/* ---- the hot hooks' finishes (FORWARD_AND_FINISH_IF) ----------------------------------------- */
+
+/* A finish's general path: the record written by RECORD with errno kept, then rc answered. */
+#define FINISH_SLOW(rc, RECORD)                                                                                        \
+    do {                                                                                                               \
+        int saved_ = *ws_errno();                                                                                      \
+        RECORD;                                                                                                        \
+        ws_hook_leave(saved_);                                                                                         \
+        return rc;                                                                                                     \
+    } while (0)
+
+/* The leaf wrote the record: the guard is cleared and the call's status answered. */
+#define FINISH_FAST(head)                                                                                              \
+    do {                                                                                                               \
+        ws_self.in_hook = 0;                                                                                           \
+        return (cudaError_t)ws_rec_head_status(head);                                                                  \
+    } while (0)
+
+static __attribute__((noinline, cold)) cudaError_t alloc_finish_slow(uint64_t head, void **ptr, size_t size,
+                                                                     uint32_t memory)
+{
+    cudaError_t rc = (cudaError_t)ws_rec_head_status(head);
+    FINISH_SLOW(rc, record_alloc((uint8_t)(head >> 8), rc, ptr ? *ptr : NULL, size, size, 0, memory, 0));
+}
+
+/* An allocation without stream or pool (cudaMalloc, cudaMallocHost); head: WS_REC_HEAD(ALLOC, api, rc). */
+static inline __attribute__((always_inline)) cudaError_t alloc_finish(uint64_t head, void **ptr, size_t size,
+                                                                      uint32_t memory)
+{
+    int ok = ws_rec_head_status(head) == cudaSuccess;
+    uint64_t address = ok && ptr ? (uint64_t)(uintptr_t)*ptr : 0;
+    if (__builtin_expect(ws_rec_put_now(head, address, size, ok ? size : 0, 0,
+                                        (uint64_t)(uint32_t)ws_self.device | (uint64_t)memory << 32, 0),
+                         1))
+        FINISH_FAST(head);
+    return alloc_finish_slow(head, ptr, size, memory);
+}
+
+static __attribute__((noinline, cold)) cudaError_t free_finish_slow(uint64_t head, void *ptr, cudaStream_t stream,
+                                                                    uint32_t memory, uint64_t before)
+{
+    cudaError_t rc = (cudaError_t)ws_rec_head_status(head);
+    FINISH_SLOW(rc, record_free((uint8_t)(head >> 8), rc, ptr, stream, memory, before));
+}
+
+/* A free (its time `before` taken before the real call); a stream's while a capture is under way
+ * takes the general path, which asks whether it was captured. */
+static inline __attribute__((always_inline)) cudaError_t free_finish(uint64_t head, void *ptr, cudaStream_t stream,
+                                                                     uint32_t memory, uint64_t before)
+{
+    if (__builtin_expect(!stream || !__atomic_load_n(&ws_captures_active, __ATOMIC_RELAXED), 1) &&
+        __builtin_expect(ws_rec_put(head, before, (uint64_t)(uintptr_t)ptr, 0, 0, (uint64_t)(uintptr_t)stream,
+                                    (uint64_t)(uint32_t)ws_self.device | (uint64_t)memory << 32, 0),
+                         1))
+        FINISH_FAST(head);
+    return free_finish_slow(head, ptr, stream, memory, before);
+}
+
+static __attribute__((noinline, cold)) cudaError_t launch_finish_slow(uint64_t head, const void *fn, uint64_t grid,
+                                                                      uint64_t block, size_t smem, cudaStream_t stream)
+{
+    cudaError_t rc = (cudaError_t)ws_rec_head_status(head);
+    FINISH_SLOW(rc, record_launch((uint8_t)(head >> 8), rc, fn, grid, block, smem, stream));
+}
+
+/* A launch of a function this thread named already, with no capture under way (else the general
+ * path names it, or asks whether the launch was captured). */
+static inline __attribute__((always_inline)) cudaError_t launch_finish(uint64_t head, const void *fn, uint64_t grid,
+                                                                       uint64_t block, size_t smem, cudaStream_t stream)
+{
+    if (__builtin_expect(named_cache[named_slot(fn)] == fn, 1) &&
+        __builtin_expect(!__atomic_load_n(&ws_captures_active, __ATOMIC_RELAXED), 1) &&
+        __builtin_expect(ws_rec_put_now(head, (uint64_t)(uintptr_t)fn, grid, block, (uint64_t)(uintptr_t)stream, smem,
+                                        (uint64_t)(uint32_t)ws_self.device),
+                         1))
+        FINISH_FAST(head);
+    return launch_finish_slow(head, fn, grid, block, smem, stream);
+}
+
 /* ---- allocation ------------------------------------------------------------------------ */
 
 CUDA_HOOK(cudaMalloc, (void **ptr, size_t size), (ptr, size))
 {
-    FORWARD_AND_RECORD(cudaMalloc, (ptr, size),
-                       record_alloc(WS_API_cudaMalloc, rc, ptr ? *ptr : NULL, size, size, 0, WS_MEM_DEVICE, 0));
+    FORWARD_AND_FINISH_IF(cudaMalloc, (ptr, size), 1, (void)0,
+                          alloc_finish(WS_REC_HEAD(WS_REC_ALLOC, WS_API_cudaMalloc, rc), ptr, size, WS_MEM_DEVICE));
 }
 
 /* A stream-ordered allocation names its pool (aux); one made inside a capture allocates nothing
@@ -282,8 +392,8 @@ CUDA_HOOK(cudaMallocPitch, (void **ptr, size_t *pitch, size_t width, size_t heig
 
 CUDA_HOOK(cudaMallocHost, (void **ptr, size_t size), (ptr, size))
 {
-    FORWARD_AND_RECORD(cudaMallocHost, (ptr, size),
-                       record_alloc(WS_API_cudaMallocHost, rc, ptr ? *ptr : NULL, size, size, 0, WS_MEM_HOST, 0));
+    FORWARD_AND_FINISH_IF(cudaMallocHost, (ptr, size), 1, (void)0,
+                          alloc_finish(WS_REC_HEAD(WS_REC_ALLOC, WS_API_cudaMallocHost, rc), ptr, size, WS_MEM_HOST));
 }
 
 CUDA_HOOK(cudaHostAlloc, (void **ptr, size_t size, unsigned int flags), (ptr, size, flags))
@@ -297,26 +407,28 @@ CUDA_HOOK(cudaHostAlloc, (void **ptr, size_t size, unsigned int flags), (ptr, si
 /* A free of NULL frees nothing (programs call cudaFree(NULL) to create the context): not recorded. */
 CUDA_HOOK(cudaFree, (void *ptr), (ptr))
 {
-    FORWARD_AND_RECORD_FREE_IF(cudaFree, (ptr), ptr != NULL,
-                               record_free(WS_API_cudaFree, rc, ptr, 0, WS_MEM_DEVICE, before));
+    FORWARD_AND_FINISH_IF(cudaFree, (ptr), ptr != NULL, uint64_t before = ws_now(),
+                          free_finish(WS_REC_HEAD(WS_REC_FREE, WS_API_cudaFree, rc), ptr, 0, WS_MEM_DEVICE, before));
 }
 
 CUDA_HOOK(cudaFreeAsync, (void *ptr, cudaStream_t stream), (ptr, stream))
 {
-    FORWARD_AND_RECORD_FREE_IF(cudaFreeAsync, (ptr, stream), ptr != NULL,
-                               record_free(WS_API_cudaFreeAsync, rc, ptr, stream, WS_MEM_DEVICE, before));
+    FORWARD_AND_FINISH_IF(
+        cudaFreeAsync, (ptr, stream), ptr != NULL, uint64_t before = ws_now(),
+        free_finish(WS_REC_HEAD(WS_REC_FREE, WS_API_cudaFreeAsync, rc), ptr, stream, WS_MEM_DEVICE, before));
 }
 
 CUDA_HOOK(cudaFreeAsync_ptsz, (void *ptr, cudaStream_t stream), (ptr, stream))
 {
-    FORWARD_AND_RECORD_FREE_IF(cudaFreeAsync_ptsz, (ptr, stream), ptr != NULL,
-                               record_free(WS_API_cudaFreeAsync_ptsz, rc, ptr, stream, WS_MEM_DEVICE, before));
+    FORWARD_AND_FINISH_IF(
+        cudaFreeAsync_ptsz, (ptr, stream), ptr != NULL, uint64_t before = ws_now(),
+        free_finish(WS_REC_HEAD(WS_REC_FREE, WS_API_cudaFreeAsync_ptsz, rc), ptr, stream, WS_MEM_DEVICE, before));
 }
 
 CUDA_HOOK(cudaFreeHost, (void *ptr), (ptr))
 {
-    FORWARD_AND_RECORD_FREE_IF(cudaFreeHost, (ptr), ptr != NULL,
-                               record_free(WS_API_cudaFreeHost, rc, ptr, 0, WS_MEM_HOST, before));
+    FORWARD_AND_FINISH_IF(cudaFreeHost, (ptr), ptr != NULL, uint64_t before = ws_now(),
+                          free_finish(WS_REC_HEAD(WS_REC_FREE, WS_API_cudaFreeHost, rc), ptr, 0, WS_MEM_HOST, before));
 }
 
 /* ---- device ------------------------------------------------------------------------------ */
@@ -342,8 +454,9 @@ CUDA_HOOK(cudaLaunchKernel, (const void *func, dim3 grid, dim3 block, void **arg
           (func, grid, block, args, smem, stream))
 {
     PACK_LAUNCH_DIMS();
-    FORWARD_AND_RECORD(cudaLaunchKernel, (func, grid, block, args, smem, stream),
-                       record_launch(WS_API_cudaLaunchKernel, rc, func, packed_grid, packed_block, smem, stream));
+    FORWARD_AND_FINISH_IF(cudaLaunchKernel, (func, grid, block, args, smem, stream), 1, (void)0,
+                          launch_finish(WS_REC_HEAD(WS_REC_LAUNCH, WS_API_cudaLaunchKernel, rc), func, packed_grid,
+                                        packed_block, smem, stream));
 }
 
 CUDA_HOOK(cudaLaunchKernel_ptsz,
@@ -351,8 +464,9 @@ CUDA_HOOK(cudaLaunchKernel_ptsz,
           (func, grid, block, args, smem, stream))
 {
     PACK_LAUNCH_DIMS();
-    FORWARD_AND_RECORD(cudaLaunchKernel_ptsz, (func, grid, block, args, smem, stream),
-                       record_launch(WS_API_cudaLaunchKernel_ptsz, rc, func, packed_grid, packed_block, smem, stream));
+    FORWARD_AND_FINISH_IF(cudaLaunchKernel_ptsz, (func, grid, block, args, smem, stream), 1, (void)0,
+                          launch_finish(WS_REC_HEAD(WS_REC_LAUNCH, WS_API_cudaLaunchKernel_ptsz, rc), func, packed_grid,
+                                        packed_block, smem, stream));
 }
 
 CUDA_HOOK(cudaLaunchCooperativeKernel,
@@ -360,9 +474,9 @@ CUDA_HOOK(cudaLaunchCooperativeKernel,
           (func, grid, block, args, smem, stream))
 {
     PACK_LAUNCH_DIMS();
-    FORWARD_AND_RECORD(
-        cudaLaunchCooperativeKernel, (func, grid, block, args, smem, stream),
-        record_launch(WS_API_cudaLaunchCooperativeKernel, rc, func, packed_grid, packed_block, smem, stream));
+    FORWARD_AND_FINISH_IF(cudaLaunchCooperativeKernel, (func, grid, block, args, smem, stream), 1, (void)0,
+                          launch_finish(WS_REC_HEAD(WS_REC_LAUNCH, WS_API_cudaLaunchCooperativeKernel, rc), func,
+                                        packed_grid, packed_block, smem, stream));
 }
 
 CUDA_HOOK(cudaLaunchCooperativeKernel_ptsz,
@@ -370,9 +484,9 @@ CUDA_HOOK(cudaLaunchCooperativeKernel_ptsz,
           (func, grid, block, args, smem, stream))
 {
     PACK_LAUNCH_DIMS();
-    FORWARD_AND_RECORD(
-        cudaLaunchCooperativeKernel_ptsz, (func, grid, block, args, smem, stream),
-        record_launch(WS_API_cudaLaunchCooperativeKernel_ptsz, rc, func, packed_grid, packed_block, smem, stream));
+    FORWARD_AND_FINISH_IF(cudaLaunchCooperativeKernel_ptsz, (func, grid, block, args, smem, stream), 1, (void)0,
+                          launch_finish(WS_REC_HEAD(WS_REC_LAUNCH, WS_API_cudaLaunchCooperativeKernel_ptsz, rc), func,
+                                        packed_grid, packed_block, smem, stream));
 }
 
 static void record_launch_config(uint8_t api, cudaError_t rc, const cudaLaunchConfig_t *config, const void *func)
@@ -402,8 +516,9 @@ CUDA_HOOK(__cudaLaunchKernel,
           (kernel, grid, block, args, smem, stream))
 {
     PACK_LAUNCH_DIMS();
-    FORWARD_AND_RECORD(__cudaLaunchKernel, (kernel, grid, block, args, smem, stream),
-                       record_launch(WS_API___cudaLaunchKernel, rc, kernel, packed_grid, packed_block, smem, stream));
+    FORWARD_AND_FINISH_IF(__cudaLaunchKernel, (kernel, grid, block, args, smem, stream), 1, (void)0,
+                          launch_finish(WS_REC_HEAD(WS_REC_LAUNCH, WS_API___cudaLaunchKernel, rc), kernel, packed_grid,
+                                        packed_block, smem, stream));
 }
 
 CUDA_HOOK(__cudaLaunchKernel_ptsz,
@@ -411,9 +526,9 @@ CUDA_HOOK(__cudaLaunchKernel_ptsz,
           (kernel, grid, block, args, smem, stream))
 {
     PACK_LAUNCH_DIMS();
-    FORWARD_AND_RECORD(
-        __cudaLaunchKernel_ptsz, (kernel, grid, block, args, smem, stream),
-        record_launch(WS_API___cudaLaunchKernel_ptsz, rc, kernel, packed_grid, packed_block, smem, stream));
+    FORWARD_AND_FINISH_IF(__cudaLaunchKernel_ptsz, (kernel, grid, block, args, smem, stream), 1, (void)0,
+                          launch_finish(WS_REC_HEAD(WS_REC_LAUNCH, WS_API___cudaLaunchKernel_ptsz, rc), kernel,
+                                        packed_grid, packed_block, smem, stream));
 }
 
 static void record_graph_launch(uint8_t api, cudaError_t rc, cudaGraphExec_t exec, cudaStream_t stream)
@@ -511,13 +626,9 @@ WS_EXPORT cudaError_t __cudaGetKernel(cudaKernel_t *kernel, const void *host_fun
  * named: a kernel seen again costs one compare); host functions on the simulated device are named
  * from the dynamic symbol table.  Registered device names (__cudaRegisterFunction) win over these
  * in the collector. */
-#define NAMED_SLOTS 64u
-static WS_TLS const void *named_cache[NAMED_SLOTS];
-
 void ws_note_function(const void *fn)
 {
-    uintptr_t a = (uintptr_t)fn;
-    unsigned slot = (unsigned)((a >> 4) ^ (a >> 10)) & (NAMED_SLOTS - 1);
+    unsigned slot = named_slot(fn);
     if (named_cache[slot] == fn)
         return;
     named_cache[slot] = fn;
