@@ -877,9 +877,9 @@ static int64_t graph_live_allocation(void *ctx, uint64_t address);
 static int vmm_release_reference(struct collector *c, const struct ws_rec *r)
 {
     uint64_t n = 0;
-    struct ws_u64map *m = ws_u64map_get(&c->vmm_foreign, r->u[0], &n) ? &c->vmm_foreign
+    struct ws_u64map *m = ws_u64map_get(&c->vmm_foreign, r->u[0], &n)    ? &c->vmm_foreign
                           : ws_u64map_get(&c->vmm_retained, r->u[0], &n) ? &c->vmm_retained
-                                                                          : NULL;
+                                                                         : NULL;
     if (!m)
         return 0;
     if (n > 1)
@@ -1965,8 +1965,7 @@ static uint64_t spool_records(const struct ws_spool *s)
     uint64_t n = 0;
     for (size_t i = 0; i < s->nthreads; i++)
         for (size_t k = 0; k < s->threads[i].nchunks; k++) {
-            uint32_t c = __atomic_load_n(&s->threads[i].chunks[k]->committed, __ATOMIC_ACQUIRE);
-            n += c < WS_CHUNK_RECS ? c : WS_CHUNK_RECS;
+            n += ws_spool_chunk_records(s, s->threads[i].chunks[k]);
         }
     return n;
 }

@@ -32,8 +32,27 @@ static uint32_t chunk_readable(const struct ws_spool *s, const struct ws_chunk_h
     size_t off = (size_t)((const uint8_t *)c - s->map) + sizeof *c;
     uint64_t inside = (s->size - off) / WS_REC_BYTES; /* index_chunks keeps only whole chunk headers */
     *cut = n > inside ? n - (uint32_t)inside : 0;
-    return n > inside ? (uint32_t)inside : n;
+    if (n > inside)
+        return (uint32_t)inside;
+    /* Version 3: then the records that published themselves, the partner of ws_rec_put() in
+     * libtrace/tracer.h (acquire: the rest of such a record was stored before its head). */
+    if (s->hdr->version >= 3) {
+        const struct ws_rec *r = (const struct ws_rec *)(c + 1);
+        while (n < WS_CHUNK_RECS && n < inside &&
+               (__atomic_load_n(&r[n].head, __ATOMIC_ACQUIRE) >> 16 & 0xffffu) == WS_REC_PUBLISHED)
+            n++;
+    }
+    return n;
 }
+
+uint32_t ws_spool_chunk_records(const struct ws_spool *s, const struct ws_chunk_header *c)
+{
+    uint32_t cut;
+    return chunk_readable(s, c, &cut);
+}
+
+/* A record's continuation count, without the WS_REC_PUBLISHED mark. */
+static inline uint32_t rec_ext(const struct ws_rec *r) { return r->ext & WS_REC_EXT_MASK; }
 
 static int check_header(const struct ws_spool *s, const char *path, char *err, size_t errlen)
 {
@@ -118,7 +137,8 @@ static const struct ws_rec *peek_at(struct ws_spool *s, const struct ws_spool_th
         }
         if (*rec_at < *committed) {
             const struct ws_rec *r = (const struct ws_rec *)(c + 1) + *rec_at;
-            if (r->type > WS_REC_NONE && r->type < WS_REC_TYPE_COUNT && *rec_at + 1u + r->ext <= *committed)
+            if (r->type > WS_REC_NONE && r->type < WS_REC_TYPE_COUNT && *rec_at + 1u + rec_ext(r) <= *committed &&
+                (!(r->ext & WS_REC_PUBLISHED) || (s->hdr->version >= 3 && rec_ext(r) == 0)))
                 return r;
             if (count)
                 s->corrupt_records += *committed - *rec_at; /* the rest of this chunk is not trusted */
@@ -270,13 +290,14 @@ static int open_clock(struct ws_spool *s)
     return rc;
 }
 
-/* What the reader hands out for r, the head record of thread t: r itself, or (counter ticks) its
- * copy with the time in nanoseconds.  NULL when memory runs out. */
+/* What the reader hands out for r, the head record of thread t: r itself, or its copy with the
+ * time in nanoseconds (counter ticks) and without the WS_REC_PUBLISHED mark.  NULL when memory
+ * runs out. */
 static const struct ws_rec *hand_out(struct ws_spool *s, struct ws_spool_thread *t, const struct ws_rec *r)
 {
-    if (!s->tsc)
+    if (!s->tsc && !(r->ext & WS_REC_PUBLISHED))
         return r;
-    size_t need = 1u + r->ext;
+    size_t need = 1u + rec_ext(r);
     if (need > t->view_cap) {
         struct ws_rec *v = realloc(t->view, need * sizeof *v);
         if (!v)
@@ -285,7 +306,9 @@ static const struct ws_rec *hand_out(struct ws_spool *s, struct ws_spool_thread 
         t->view_cap = need;
     }
     memcpy(t->view, r, need * sizeof *r);
-    t->view->ns = ws_spool_clock_ns(&s->clock, r->ns);
+    t->view->ext = (uint16_t)rec_ext(r);
+    if (s->tsc)
+        t->view->ns = ws_spool_clock_ns(&s->clock, r->ns);
     return t->view;
 }
 
@@ -296,7 +319,7 @@ static const struct ws_rec *take_head(struct ws_spool *s, size_t ti, size_t pos)
     const struct ws_rec *r = hand_out(s, t, thread_peek(s, t));
     if (!r)
         return NULL;
-    t->rec_at += 1u + r->ext;
+    t->rec_at += 1u + rec_ext(r);
     if (!thread_peek(s, t)) {
         s->heap[pos] = s->heap[--s->heap_len];
         if (pos == s->heap_len)
@@ -336,7 +359,7 @@ int ws_spool_find_tied(struct ws_spool *s, size_t except, uint64_t ns, uint8_t t
                 *thread = ti;
                 return 1;
             }
-            rec_at += 1u + r->ext;
+            rec_at += 1u + rec_ext(r);
         }
     }
     return 0;

@@ -1,7 +1,8 @@
 /*
  * Reading a spool: validation, per-thread chunk order, and a time-ordered merge of all threads'
- * records.  The reader half of the handoff with ws_rec_commit() (libtrace/tracer.h): only the
- * first `committed` records of a chunk are trusted, read with acquire order.
+ * records.  The reader half of the handoff with ws_rec_commit() and ws_rec_put() (libtrace/tracer.h):
+ * the first `committed` records of a chunk are trusted, read with acquire order, then (version 3)
+ * the records after them that published themselves (WS_REC_PUBLISHED, spool_format.h).
  */
 #ifndef WS_SPOOL_READER_H
 #define WS_SPOOL_READER_H
@@ -61,6 +62,9 @@ int ws_spool_find_tied(struct ws_spool *s, size_t except, uint64_t ns, uint8_t t
 /* The next record of one thread, taken out of the merge order (its records of the same time as the
  * merge's last one); NULL when the thread has none left. */
 const struct ws_rec *ws_spool_next_of(struct ws_spool *s, size_t thread);
+
+/* The records a reader may trust in chunk c of s (string continuations included). */
+uint32_t ws_spool_chunk_records(const struct ws_spool *s, const struct ws_chunk_header *c);
 
 /* The string payload of a record: pointer and length (length clamped to what was written). */
 static inline const char *ws_rec_text(const struct ws_rec *r, size_t *len)

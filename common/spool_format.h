@@ -4,10 +4,11 @@
  * Layout: a 4096-byte header, then chunks of WS_CHUNK_BYTES.  Each thread owns the chunk it
  * is filling; a chunk starts with a 64-byte ws_chunk_header followed by 64-byte records.  A
  * writer fills a record (and its string continuation records) and only then publishes it by a
- * release-store of chunk->committed (see ws_rec_commit() in libtrace/tracer.h); a reader
- * trusts only the first `committed` records of a chunk (see ws_spool_read() in
- * collector/spool_reader.c).  The file is mapped MAP_SHARED, so every committed record is in
- * the page cache and survives a SIGKILL of the traced process.
+ * release-store of chunk->committed (see ws_rec_commit() in libtrace/tracer.h), or, for a record
+ * of one slot, by a release-store of its own head (WS_REC_PUBLISHED, below); a reader trusts only
+ * the records so published (see chunk_readable() in collector/spool_reader.c).  The file is mapped
+ * MAP_SHARED, so every published record is in the page cache and survives a SIGKILL of the traced
+ * process.
  */
 #ifndef WS_SPOOL_FORMAT_H
 #define WS_SPOOL_FORMAT_H
@@ -277,13 +278,28 @@ static inline uint64_t ws_mem_heap_pack(uint32_t usage, uint32_t type, uint32_t 
 
 /* One fixed-size record.  String payloads follow in `ext` continuation records (raw bytes). */
 struct ws_rec {
-    uint8_t type;
-    uint8_t api;
-    uint16_t ext;
-    int32_t status;
+    union {
+        struct {
+            uint8_t type;
+            uint8_t api;
+            uint16_t ext; /* | WS_REC_PUBLISHED: see there */
+            int32_t status;
+        };
+        uint64_t head; /* the four above in one word (little-endian) */
+    };
     uint64_t ns;
     uint64_t u[6];
 };
+
+/*
+ * Version 3: a record of one slot may publish itself rather than through the chunk's `committed`
+ * count: its writer stores every other field, then its head with WS_REC_PUBLISHED set in ext, in
+ * one release store (ws_rec_put() in libtrace/tracer.h).  A reader trusts the first `committed`
+ * records of a chunk and after them each record so published, up to the first that is not.  Chunks
+ * come zeroed from the file and each slot is written once, so a slot not yet written reads 0.
+ */
+#define WS_REC_PUBLISHED 0x8000u
+#define WS_REC_EXT_MASK  0x7fffu
 
 struct ws_chunk_header {
     uint32_t magic;

@@ -256,7 +256,6 @@ int ws_spool_next_chunk(struct ws_thread *t)
     t->next = (struct ws_rec *)(c + 1);
     t->end = t->next + WS_CHUNK_RECS;
     t->fast_end = ws_clock_tsc ? t->end : NULL;
-    t->used = 0;
     if (created)
         record_image(); /* the first record of a forked child's own spool */
     return 0;

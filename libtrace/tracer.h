@@ -23,7 +23,6 @@ struct ws_thread {
     struct ws_rec *next;
     struct ws_rec *end;
     struct ws_rec *fast_end; /* end while records are timed by the TSC, else NULL: ws_rec_put() writes below it */
-    uint32_t used;           /* records in the chunk (its committed count) */
     uint32_t serial;
     uint32_t in_hook; /* re-entry guard: work inside a hook is never traced twice */
     uint64_t seq;
@@ -95,8 +94,8 @@ static inline void ws_rec_commit(uint32_t n)
 {
     struct ws_thread *t = &ws_self;
     t->next += n;
-    t->used += n;
-    __atomic_store_n(&t->chunk->committed, t->used, __ATOMIC_RELEASE);
+    /* every record before next: those ws_rec_put() published itself too */
+    __atomic_store_n(&t->chunk->committed, (uint32_t)(t->next - (struct ws_rec *)(t->chunk + 1)), __ATOMIC_RELEASE);
 }
 
 /*
@@ -106,7 +105,7 @@ static inline void ws_rec_commit(uint32_t n)
  * ws_rec_put() writes a whole record there (head: WS_REC_HEAD) and returns 1; when the leaf cannot
  * (no room in the chunk, or records are not timed by the TSC: fast_end) it writes nothing and returns 0, and
  * the finish takes its general path, which saves errno and may map a chunk or read the clock.
- * Every field is written: a chunk is fresh from the file, never reused, so nothing needs clearing.
+ * Every field is written; the record publishes itself (WS_REC_PUBLISHED, common/spool_format.h).
  */
 #define WS_REC_HEAD(type, api, status)                                                                                 \
     ((uint64_t)(uint8_t)(type) | (uint64_t)(uint8_t)(api) << 8 | (uint64_t)(uint32_t)(int32_t)(status) << 32)
@@ -119,10 +118,6 @@ static inline __attribute__((always_inline)) int ws_rec_put_(uint64_t head, int 
     struct ws_rec *r = t->next;
     if (__builtin_expect((uintptr_t)r >= (uintptr_t)t->fast_end, 0))
         return 0;
-    r->type = (uint8_t)head;
-    r->api = (uint8_t)(head >> 8);
-    r->ext = 0;
-    r->status = (int32_t)(head >> 32);
 #if defined(__x86_64__)
     if (now) { /* the counter's halves stored as they come (the time field is little-endian) */
         uint32_t lo, hi;
@@ -138,7 +133,10 @@ static inline __attribute__((always_inline)) int ws_rec_put_(uint64_t head, int 
     r->u[3] = u3;
     r->u[4] = u4;
     r->u[5] = u5;
-    ws_rec_commit(1);
+    /* Published by its head (WS_REC_PUBLISHED, spool_format.h), the partner of chunk_readable() in
+     * collector/spool_reader.c: no count to keep. */
+    __atomic_store_n(&r->head, head | (uint64_t)WS_REC_PUBLISHED << 16, __ATOMIC_RELEASE);
+    t->next = r + 1;
     return 1;
 }
 
