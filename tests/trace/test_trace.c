@@ -798,9 +798,64 @@ Test(trace, bad_configuration_one_line_and_untraced)
     snprintf(env, sizeof env, "WSTRACE_OUTPUT=%s", trace);
     expect_untouched(ENV(env, "WSTRACE_SPOOL_MAX=banana"), 1);
     expect_untouched(ENV(env, "WSTRACE_COLLECT=maybe"), 1);
+    expect_untouched(ENV(env, "WSTRACE_CLOCK=sundial"), 1);
     cr_expect_eq(count_files("t.db"), 0, "nothing written");
     expect_untouched(ENV(env, "WSTRACE_DISABLE=1"), 0);
     cr_expect_eq(count_files("t.db"), 0, "nothing written");
+}
+
+/* The kernel's clock source names the time-stamp counter. */
+static int clocksource_is_tsc(void)
+{
+    char line[64] = "";
+    FILE *f = fopen("/sys/devices/system/clocksource/clocksource0/current_clocksource", "r");
+    if (!f)
+        return 0;
+    int got = fgets(line, sizeof line, f) != NULL;
+    fclose(f);
+    return got && strcmp(line, "tsc\n") == 0;
+}
+
+/*
+ * Both clocks give the same trace, in CLOCK_MONOTONIC nanoseconds: every allocation and free lies
+ * between the process's start and end (meta, read with clock_gettime) and no free precedes its
+ * allocation.  WSTRACE_CLOCK=monotonic writes a spool of clock 0; the default takes the counter
+ * only where the kernel's clock source is tsc.
+ */
+Test(trace, both_clocks_give_monotonic_nanoseconds)
+{
+    long long allocations[2] = {0, 0};
+    for (int monotonic = 0; monotonic <= 1; monotonic++) {
+        char trace[512], spool[600];
+        trace_path(trace, sizeof trace);
+        snprintf(spool, sizeof spool, "%s.spool", trace);
+        struct tu_result r;
+        tu_run_traced(&r, trace,
+                      ENV(monotonic ? "WSTRACE_CLOCK=monotonic" : "WSTRACE_CLOCK=auto", "WSTRACE_KEEP_SPOOL=1"),
+                      ARGV("plain", "0"));
+        cr_assert(r.exited && r.code == 0, "exit %d: %s", r.code, r.err);
+        tu_result_free(&r);
+        size_t size = 0;
+        struct ws_spool_header *h = (void *)tu_read_file(spool, &size);
+        cr_assert(h && size >= sizeof *h);
+        cr_expect_eq(h->version, WS_SPOOL_VERSION);
+        if (monotonic || !clocksource_is_tsc())
+            cr_expect_eq(h->clock, WS_CLOCK_MONOTONIC, "monotonic %d: clock %u", monotonic, h->clock);
+        free(h);
+        sqlite3 *db = tu_open(trace);
+        long long start = tu_int(db, "SELECT value FROM meta WHERE key='start_ns'");
+        long long end = tu_int(db, "SELECT value FROM meta WHERE key='end_ns'");
+        allocations[monotonic] = tu_int(db, "SELECT COUNT(*) FROM allocations");
+        cr_expect_gt(allocations[monotonic], 0);
+        char sql[256];
+        snprintf(sql, sizeof sql,
+                 "SELECT COUNT(*) FROM allocations WHERE alloc_ns < %lld OR alloc_ns > %lld OR free_ns < alloc_ns "
+                 "OR free_ns > %lld",
+                 start, end, end);
+        cr_expect_eq(tu_int(db, sql), 0, "monotonic %d: allocations outside [%lld, %lld]", monotonic, start, end);
+        sqlite3_close(db);
+    }
+    cr_expect_eq(allocations[0], allocations[1], "the same allocations with either clock");
 }
 
 Test(trace, record_refuses_an_unwritable_output)
@@ -1233,7 +1288,6 @@ static size_t last_chunk(const uint8_t *map, size_t size)
 }
 
 static uint8_t *load_spool(const char *path, size_t *size) { return (uint8_t *)tu_read_file(path, size); }
-
 
 Test(trace, collect_keeps_complete_records_before_a_torn_one)
 {
