@@ -35,11 +35,11 @@ static uint32_t chunk_readable(const struct ws_spool *s, const struct ws_chunk_h
     if (n > inside)
         return (uint32_t)inside;
     /* Version 3: then the records that published themselves, the partner of ws_rec_put() in
-     * libtrace/tracer.h (acquire: the rest of such a record was stored before its head). */
+     * libtrace/tracer.h (acquire: the rest of such a record was stored before its tag). */
     if (s->hdr->version >= 3) {
         const struct ws_rec *r = (const struct ws_rec *)(c + 1);
         while (n < WS_CHUNK_RECS && n < inside &&
-               (__atomic_load_n(&r[n].head, __ATOMIC_ACQUIRE) >> 16 & 0xffffu) == WS_REC_PUBLISHED)
+               __atomic_load_n(&r[n].tag, __ATOMIC_ACQUIRE) >> 16 == WS_REC_PUBLISHED)
             n++;
     }
     return n;

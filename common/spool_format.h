@@ -283,18 +283,18 @@ struct ws_rec {
             uint8_t type;
             uint8_t api;
             uint16_t ext; /* | WS_REC_PUBLISHED: see there */
-            int32_t status;
         };
-        uint64_t head; /* the four above in one word (little-endian) */
+        uint32_t tag; /* the three above in one word (little-endian) */
     };
+    int32_t status;
     uint64_t ns;
     uint64_t u[6];
 };
 
 /*
  * Version 3: a record of one slot may publish itself rather than through the chunk's `committed`
- * count: its writer stores every other field, then its head with WS_REC_PUBLISHED set in ext, in
- * one release store (ws_rec_put() in libtrace/tracer.h).  A reader trusts the first `committed`
+ * count: its writer stores every other field, then its tag (type, api, ext) with WS_REC_PUBLISHED
+ * set in ext, in one release store (ws_rec_put() in libtrace/tracer.h).  A reader trusts the first `committed`
  * records of a chunk and after them each record so published, up to the first that is not.  Chunks
  * come zeroed from the file and each slot is written once, so a slot not yet written reads 0.
  */

@@ -39,11 +39,13 @@ void __cudaRegisterFunction(void **fat_cubin, const char *host_fun, char *device
     X(cudaMallocManaged)                                                                                               \
     X(cudaMallocPitch)                                                                                                 \
     X(cudaMallocHost)                                                                                                  \
-    X(cudaHostAlloc) X(cudaFreeHost) X(cudaLaunchKernel) X(cudaLaunchKernelExC) X(cudaLaunchCooperativeKernel)         \
-        X(cudaGraphLaunch) X(cudaSetDevice) X(__cudaGetKernel) X(__cudaLaunchKernel) X(__cudaLaunchKernel_ptsz)        \
-            X(__cudaRegisterFunction) X(cudaMallocAsync_ptsz) X(cudaFreeAsync_ptsz) X(cudaMallocFromPoolAsync_ptsz)    \
-                X(cudaLaunchKernel_ptsz) X(cudaLaunchKernelExC_ptsz) X(cudaLaunchCooperativeKernel_ptsz)               \
-                    X(cudaGraphLaunch_ptsz)
+    X(cudaHostAlloc)                                                                                                   \
+    X(cudaFreeHost)                                                                                                    \
+    X(cudaLaunchKernel)                                                                                                \
+    X(cudaLaunchKernelExC) X(cudaLaunchCooperativeKernel) X(cudaGraphLaunch) X(cudaSetDevice) X(__cudaGetKernel)       \
+        X(__cudaLaunchKernel) X(__cudaLaunchKernel_ptsz) X(__cudaRegisterFunction) X(cudaMallocAsync_ptsz)             \
+            X(cudaFreeAsync_ptsz) X(cudaMallocFromPoolAsync_ptsz) X(cudaLaunchKernel_ptsz) X(cudaLaunchKernelExC_ptsz) \
+                X(cudaLaunchCooperativeKernel_ptsz) X(cudaGraphLaunch_ptsz)
 
 #define WS_REAL_FIELD(name) __typeof__(&name) name;
 static struct {
@@ -209,13 +211,14 @@ static inline uint64_t pack_dim3(dim3 d)
     __asm__("" : "+r"(packed_grid), "+r"(packed_block))
 
 /* The direct-mapped cache of the functions a thread named (ws_note_function, below). */
-#define NAMED_SLOTS 64u
+#define NAMED_SLOT_BITS 6
+#define NAMED_SLOTS     (1u << NAMED_SLOT_BITS)
 static WS_TLS const void *named_cache[NAMED_SLOTS];
 
 static inline unsigned named_slot(const void *fn)
 {
     uintptr_t a = (uintptr_t)fn;
-    return (unsigned)((a >> 4) ^ (a >> 10)) & (NAMED_SLOTS - 1);
+    return (uint32_t)(a >> 4) * 0x9e3779b1u >> (32 - NAMED_SLOT_BITS); /* Fibonacci hashing: one multiply */
 }
 
 /* grid, block: packed with ws_pack_dim3. */
@@ -450,44 +453,68 @@ WS_EXPORT cudaError_t cudaSetDevice(int device)
 
 /* ---- launches ---------------------------------------------------------------------------- */
 
-CUDA_HOOK(cudaLaunchKernel, (const void *func, dim3 grid, dim3 block, void **args, size_t smem, cudaStream_t stream),
-          (func, grid, block, args, smem, stream))
+/*
+ * A launch hook: name takes (FT f, dim3 grid, dim3 block, void **args, size_t smem, cudaStream_t
+ * stream).  Where the exported entry is a stub (WS_HOOK_ENTRY_ASM_, graph_hooks.h), which hands the
+ * traced half the caller's registers as they are, the traced half takes each dim3 as the two words
+ * the calling convention passes it in (x86-64 and aarch64: x and y in one register, z in the
+ * next), and calls the real function the same way: the same call, but the compiler need not keep
+ * a copy of each dim3 in memory, as it does for a dim3 parameter.  Elsewhere it is a CUDA_HOOK.
+ */
+#if defined(WS_HOOK_ENTRY_ASM_) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+typedef cudaError_t (*launch_words_fn)(const void *, uint64_t, uint32_t, uint64_t, uint32_t, void **, size_t,
+                                       cudaStream_t);
+_Static_assert(sizeof(dim3) == 12, "a dim3 is passed as two words");
+
+/* ws_pack_dim3 of a dim3 passed as words: x | y << 32 (y within 16 bits), then z. */
+static inline uint64_t pack_dim3_words(uint64_t xy, uint32_t z)
 {
-    PACK_LAUNCH_DIMS();
-    FORWARD_AND_FINISH_IF(cudaLaunchKernel, (func, grid, block, args, smem, stream), 1, (void)0,
-                          launch_finish(WS_REC_HEAD(WS_REC_LAUNCH, WS_API_cudaLaunchKernel, rc), func, packed_grid,
-                                        packed_block, smem, stream));
+    return (xy & 0xffffffffffffu) | (uint64_t)(z & 0xffffu) << 48;
 }
 
-CUDA_HOOK(cudaLaunchKernel_ptsz,
-          (const void *func, dim3 grid, dim3 block, void **args, size_t smem, cudaStream_t stream),
-          (func, grid, block, args, smem, stream))
-{
-    PACK_LAUNCH_DIMS();
-    FORWARD_AND_FINISH_IF(cudaLaunchKernel_ptsz, (func, grid, block, args, smem, stream), 1, (void)0,
-                          launch_finish(WS_REC_HEAD(WS_REC_LAUNCH, WS_API_cudaLaunchKernel_ptsz, rc), func, packed_grid,
-                                        packed_block, smem, stream));
-}
+#define LAUNCH_HOOK(name, FT, f)                                                                                       \
+    WS_EXPORT cudaError_t name(FT, dim3, dim3, void **, size_t, cudaStream_t);                                         \
+    static __attribute__((noinline, used))                                                                             \
+    cudaError_t name##_traced_(const void *f, uint64_t gxy, uint32_t gz, uint64_t bxy, uint32_t bz, void **args,       \
+                               size_t smem, cudaStream_t stream);                                                      \
+    static __attribute__((used)) void name##_entry_(void)                                                              \
+    {                                                                                                                  \
+        __asm__(WS_HOOK_ENTRY_ASM_(WS_HOOK_STR_(name))::[flag] WS_HOOK_SYM_(&ws_enabled),                              \
+                [slot_] WS_HOOK_SYM_(&real.name), [traced] WS_HOOK_SYM_(name##_traced_));                              \
+    }                                                                                                                  \
+    static cudaError_t name##_traced_(const void *f, uint64_t gxy, uint32_t gz, uint64_t bxy, uint32_t bz,             \
+                                      void **args, size_t smem, cudaStream_t stream)                                   \
+    {                                                                                                                  \
+        launch_words_fn fn = (launch_words_fn)(void *)__atomic_load_n(&real.name, __ATOMIC_ACQUIRE);                   \
+        int first_ = fn == NULL;                                                                                       \
+        if (__builtin_expect(first_, 0) && !(fn = (launch_words_fn)(void *)REAL(name)))                                \
+            return MISSING;                                                                                            \
+        if (!ws_hook_enter_traced(first_))                                                                             \
+            return fn(f, gxy, gz, bxy, bz, args, smem, stream);                                                        \
+        uint64_t grid = pack_dim3_words(gxy, gz), block = pack_dim3_words(bxy, bz);                                    \
+        __asm__("" : "+r"(grid), "+r"(block)); /* packed before the call: two values live across it */                 \
+        cudaError_t rc = fn(f, gxy, gz, bxy, bz, args, smem, stream);                                                  \
+        return launch_finish(WS_REC_HEAD(WS_REC_LAUNCH, WS_API_##name, rc), f, grid, block, smem, stream);             \
+    }
+#else
+#define LAUNCH_HOOK(name, FT, f)                                                                                       \
+    CUDA_HOOK(name, (FT f, dim3 grid, dim3 block, void **args, size_t smem, cudaStream_t stream),                      \
+              (f, grid, block, args, smem, stream))                                                                    \
+    {                                                                                                                  \
+        PACK_LAUNCH_DIMS();                                                                                            \
+        FORWARD_AND_FINISH_IF(                                                                                         \
+            name, (f, grid, block, args, smem, stream), 1, (void)0,                                                    \
+            launch_finish(WS_REC_HEAD(WS_REC_LAUNCH, WS_API_##name, rc), f, packed_grid, packed_block, smem, stream)); \
+    }
+#endif
 
-CUDA_HOOK(cudaLaunchCooperativeKernel,
-          (const void *func, dim3 grid, dim3 block, void **args, size_t smem, cudaStream_t stream),
-          (func, grid, block, args, smem, stream))
-{
-    PACK_LAUNCH_DIMS();
-    FORWARD_AND_FINISH_IF(cudaLaunchCooperativeKernel, (func, grid, block, args, smem, stream), 1, (void)0,
-                          launch_finish(WS_REC_HEAD(WS_REC_LAUNCH, WS_API_cudaLaunchCooperativeKernel, rc), func,
-                                        packed_grid, packed_block, smem, stream));
-}
+LAUNCH_HOOK(cudaLaunchKernel, const void *, func)
 
-CUDA_HOOK(cudaLaunchCooperativeKernel_ptsz,
-          (const void *func, dim3 grid, dim3 block, void **args, size_t smem, cudaStream_t stream),
-          (func, grid, block, args, smem, stream))
-{
-    PACK_LAUNCH_DIMS();
-    FORWARD_AND_FINISH_IF(cudaLaunchCooperativeKernel_ptsz, (func, grid, block, args, smem, stream), 1, (void)0,
-                          launch_finish(WS_REC_HEAD(WS_REC_LAUNCH, WS_API_cudaLaunchCooperativeKernel_ptsz, rc), func,
-                                        packed_grid, packed_block, smem, stream));
-}
+LAUNCH_HOOK(cudaLaunchKernel_ptsz, const void *, func)
+
+LAUNCH_HOOK(cudaLaunchCooperativeKernel, const void *, func)
+
+LAUNCH_HOOK(cudaLaunchCooperativeKernel_ptsz, const void *, func)
 
 static void record_launch_config(uint8_t api, cudaError_t rc, const cudaLaunchConfig_t *config, const void *func)
 {
@@ -511,25 +538,9 @@ CUDA_HOOK(cudaLaunchKernelExC_ptsz, (const cudaLaunchConfig_t *config, const voi
                        record_launch_config(WS_API_cudaLaunchKernelExC_ptsz, rc, config, func));
 }
 
-CUDA_HOOK(__cudaLaunchKernel,
-          (cudaKernel_t kernel, dim3 grid, dim3 block, void **args, size_t smem, cudaStream_t stream),
-          (kernel, grid, block, args, smem, stream))
-{
-    PACK_LAUNCH_DIMS();
-    FORWARD_AND_FINISH_IF(__cudaLaunchKernel, (kernel, grid, block, args, smem, stream), 1, (void)0,
-                          launch_finish(WS_REC_HEAD(WS_REC_LAUNCH, WS_API___cudaLaunchKernel, rc), kernel, packed_grid,
-                                        packed_block, smem, stream));
-}
+LAUNCH_HOOK(__cudaLaunchKernel, cudaKernel_t, kernel)
 
-CUDA_HOOK(__cudaLaunchKernel_ptsz,
-          (cudaKernel_t kernel, dim3 grid, dim3 block, void **args, size_t smem, cudaStream_t stream),
-          (kernel, grid, block, args, smem, stream))
-{
-    PACK_LAUNCH_DIMS();
-    FORWARD_AND_FINISH_IF(__cudaLaunchKernel_ptsz, (kernel, grid, block, args, smem, stream), 1, (void)0,
-                          launch_finish(WS_REC_HEAD(WS_REC_LAUNCH, WS_API___cudaLaunchKernel_ptsz, rc), kernel,
-                                        packed_grid, packed_block, smem, stream));
-}
+LAUNCH_HOOK(__cudaLaunchKernel_ptsz, cudaKernel_t, kernel)
 
 static void record_graph_launch(uint8_t api, cudaError_t rc, cudaGraphExec_t exec, cudaStream_t stream)
 {

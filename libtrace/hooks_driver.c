@@ -685,13 +685,14 @@ WS_HOOK(CUresult, cuMemImportFromShareableHandle,
  * driver (cuFuncGetName, 12.3 and later; nothing is named with an older driver); a direct-mapped
  * cache of what was named keeps a kernel seen again to one compare.  A forked child names its
  * kernels again: ws_forget_named_functions() (hooks_cuda.c) clears the cache in the child. */
-#define NAMED_SLOTS 64u
+#define NAMED_SLOT_BITS 6
+#define NAMED_SLOTS     (1u << NAMED_SLOT_BITS)
 static WS_TLS CUfunction named_cache[NAMED_SLOTS];
 
 static inline unsigned named_slot(CUfunction f)
 {
     uintptr_t a = (uintptr_t)f;
-    return (unsigned)((a >> 4) ^ (a >> 10)) & (NAMED_SLOTS - 1);
+    return (uint32_t)(a >> 4) * 0x9e3779b1u >> (32 - NAMED_SLOT_BITS); /* Fibonacci hashing: one multiply */
 }
 
 static __attribute__((noinline)) void name_function(CUfunction f)

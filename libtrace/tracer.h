@@ -110,6 +110,9 @@ static inline void ws_rec_commit(uint32_t n)
 #define WS_REC_HEAD(type, api, status)                                                                                 \
     ((uint64_t)(uint8_t)(type) | (uint64_t)(uint8_t)(api) << 8 | (uint64_t)(uint32_t)(int32_t)(status) << 32)
 
+/* The status a record head carries (what the finish returns). */
+static inline int32_t ws_rec_head_status(uint64_t head) { return (int32_t)(head >> 32); }
+
 static inline __attribute__((always_inline)) int ws_rec_put_(uint64_t head, int now, uint64_t ns, uint64_t u0,
                                                              uint64_t u1, uint64_t u2, uint64_t u3, uint64_t u4,
                                                              uint64_t u5)
@@ -133,9 +136,10 @@ static inline __attribute__((always_inline)) int ws_rec_put_(uint64_t head, int 
     r->u[3] = u3;
     r->u[4] = u4;
     r->u[5] = u5;
-    /* Published by its head (WS_REC_PUBLISHED, spool_format.h), the partner of chunk_readable() in
+    /* Published by its tag (WS_REC_PUBLISHED, spool_format.h), the partner of chunk_readable() in
      * collector/spool_reader.c: no count to keep. */
-    __atomic_store_n(&r->head, head | (uint64_t)WS_REC_PUBLISHED << 16, __ATOMIC_RELEASE);
+    r->status = ws_rec_head_status(head);
+    __atomic_store_n(&r->tag, (uint32_t)head | WS_REC_PUBLISHED << 16, __ATOMIC_RELEASE);
     t->next = r + 1;
     return 1;
 }
@@ -151,9 +155,6 @@ static inline __attribute__((always_inline)) int ws_rec_put_now(uint64_t head, u
 {
     return ws_rec_put_(head, 1, 0, u0, u1, u2, u3, u4, u5);
 }
-
-/* The status a record head carries (what the finish returns). */
-static inline int32_t ws_rec_head_status(uint64_t head) { return (int32_t)(head >> 32); }
 
 /*
  * Every hook brackets its recording with these: ws_hook_enter() returns 1 when the call must be
