@@ -877,9 +877,9 @@ static int64_t graph_live_allocation(void *ctx, uint64_t address);
 static int vmm_release_reference(struct collector *c, const struct ws_rec *r)
 {
     uint64_t n = 0;
-    struct ws_u64map *m = ws_u64map_get(&c->vmm_foreign, r->u[0], &n)    ? &c->vmm_foreign
+    struct ws_u64map *m = ws_u64map_get(&c->vmm_foreign, r->u[0], &n) ? &c->vmm_foreign
                           : ws_u64map_get(&c->vmm_retained, r->u[0], &n) ? &c->vmm_retained
-                                                                         : NULL;
+                                                                          : NULL;
     if (!m)
         return 0;
     if (n > 1)

@@ -38,14 +38,11 @@ void __cudaRegisterFunction(void **fat_cubin, const char *host_fun, char *device
     X(cudaMallocFromPoolAsync)                                                                                         \
     X(cudaMallocManaged)                                                                                               \
     X(cudaMallocPitch)                                                                                                 \
-    X(cudaMallocHost)                                                                                                  \
-    X(cudaHostAlloc)                                                                                                   \
-    X(cudaFreeHost)                                                                                                    \
-    X(cudaLaunchKernel)                                                                                                \
-    X(cudaLaunchKernelExC) X(cudaLaunchCooperativeKernel) X(cudaGraphLaunch) X(cudaSetDevice) X(__cudaGetKernel)       \
-        X(__cudaLaunchKernel) X(__cudaLaunchKernel_ptsz) X(__cudaRegisterFunction) X(cudaMallocAsync_ptsz)             \
-            X(cudaFreeAsync_ptsz) X(cudaMallocFromPoolAsync_ptsz) X(cudaLaunchKernel_ptsz) X(cudaLaunchKernelExC_ptsz) \
-                X(cudaLaunchCooperativeKernel_ptsz) X(cudaGraphLaunch_ptsz)
+    X(cudaMallocHost) X(cudaHostAlloc) X(cudaFreeHost) X(cudaLaunchKernel) X(cudaLaunchKernelExC)                      \
+        X(cudaLaunchCooperativeKernel) X(cudaGraphLaunch) X(cudaSetDevice) X(__cudaGetKernel) X(__cudaLaunchKernel)    \
+            X(__cudaLaunchKernel_ptsz) X(__cudaRegisterFunction) X(cudaMallocAsync_ptsz) X(cudaFreeAsync_ptsz)         \
+                X(cudaMallocFromPoolAsync_ptsz) X(cudaLaunchKernel_ptsz) X(cudaLaunchKernelExC_ptsz)                   \
+                    X(cudaLaunchCooperativeKernel_ptsz) X(cudaGraphLaunch_ptsz)
 
 #define WS_REAL_FIELD(name) __typeof__(&name) name;
 static struct {

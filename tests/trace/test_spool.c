@@ -506,8 +506,7 @@ Test(spool, records_beyond_the_end_of_a_cut_file_are_not_read)
         uint64_t ns[32], corrupt;
         size_t n = read_all(path, ns, 32, &corrupt);
         cr_expect_eq(n, with_string ? 20 : 10, "with_string %d", with_string);
-        cr_expect_eq(corrupt, with_string ? 3 : 10, "with_string %d: corrupt %llu", with_string,
-                     (unsigned long long)corrupt);
+        cr_expect_eq(corrupt, with_string ? 3 : 10, "with_string %d: corrupt %llu", with_string, (unsigned long long)corrupt);
         for (size_t i = 0; i < n && i < 32; i++)
             cr_expect_eq(ns[i], i + 1);
     }

@@ -1113,7 +1113,8 @@ static int sq_check(const char *caption, sqlite3 *const db[SQ_TRACES], const cha
          * 786,432 and slot 1 4,096 (slot 1 has no Level 1). */
         sq_run(db[SQ_EXPLICIT], sql, &r);
         sq_expect_rows(&r, 2, caption);
-        cr_expect(sq_has(&r, "/model/matmul|0|1048576|786432") && sq_has(&r, "/model/matmul|1||4096"), "%s", caption);
+        cr_expect(sq_has(&r, "/model/matmul|0|1048576|786432") && sq_has(&r, "/model/matmul|1||4096"), "%s",
+                  caption);
     } else if (strstr(caption, "NVTX ranges with their category names")) {
         sq_run(db[SQ_ATTRIBUTES], sql, &r); /* nvtx_prog attributes: the ranges it gave attributes */
         sq_expect_rows(&r, (size_t)tu_kv(out[SQ_ATTRIBUTES], "attribute_ranges"), caption);
@@ -1136,7 +1137,8 @@ static int sq_check(const char *caption, sqlite3 *const db[SQ_TRACES], const cha
         /* trace_prog explicit: two Level-2 declarations of /model/matmul, no tactic, no regions */
         sq_run(db[SQ_EXPLICIT], sql, &r);
         sq_expect_rows(&r, 2, caption);
-        cr_expect(sq_has(&r, "/model/matmul|0|786432|||||") && sq_has(&r, "/model/matmul|1|4096|||||"), "%s", caption);
+        cr_expect(sq_has(&r, "/model/matmul|0|786432|||||") && sq_has(&r, "/model/matmul|1|4096|||||"), "%s",
+                  caption);
     } else if (strstr(caption, "Time spent in each run")) {
         /* trace_prog explicit: three runs, keys batch=4,seq=128 twice then batch=4,seq=256 */
         sq_run(db[SQ_EXPLICIT], sql, &r);
