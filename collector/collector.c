@@ -1965,8 +1965,7 @@ static uint64_t spool_records(const struct ws_spool *s)
     uint64_t n = 0;
     for (size_t i = 0; i < s->nthreads; i++)
         for (size_t k = 0; k < s->threads[i].nchunks; k++) {
-            uint32_t c = __atomic_load_n(&s->threads[i].chunks[k]->committed, __ATOMIC_ACQUIRE);
-            n += c < WS_CHUNK_RECS ? c : WS_CHUNK_RECS;
+            n += ws_spool_chunk_records(s, s->threads[i].chunks[k]);
         }
     return n;
 }

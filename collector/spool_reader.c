@@ -7,7 +7,10 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
+
+#include "identity.h"
 
 static int thread_cmp(const void *a, const void *b)
 {
@@ -29,8 +32,27 @@ static uint32_t chunk_readable(const struct ws_spool *s, const struct ws_chunk_h
     size_t off = (size_t)((const uint8_t *)c - s->map) + sizeof *c;
     uint64_t inside = (s->size - off) / WS_REC_BYTES; /* index_chunks keeps only whole chunk headers */
     *cut = n > inside ? n - (uint32_t)inside : 0;
-    return n > inside ? (uint32_t)inside : n;
+    if (n > inside)
+        return (uint32_t)inside;
+    /* Version 3: then the records that published themselves, the partner of ws_rec_put() in
+     * libtrace/tracer.h (acquire: the rest of such a record was stored before its tag). */
+    if (s->hdr->version >= 3) {
+        const struct ws_rec *r = (const struct ws_rec *)(c + 1);
+        while (n < WS_CHUNK_RECS && n < inside &&
+               __atomic_load_n(&r[n].tag, __ATOMIC_ACQUIRE) >> 16 == WS_REC_PUBLISHED)
+            n++;
+    }
+    return n;
 }
+
+uint32_t ws_spool_chunk_records(const struct ws_spool *s, const struct ws_chunk_header *c)
+{
+    uint32_t cut;
+    return chunk_readable(s, c, &cut);
+}
+
+/* A record's continuation count, without the WS_REC_PUBLISHED mark. */
+static inline uint32_t rec_ext(const struct ws_rec *r) { return r->ext & WS_REC_EXT_MASK; }
 
 static int check_header(const struct ws_spool *s, const char *path, char *err, size_t errlen)
 {
@@ -115,7 +137,8 @@ static const struct ws_rec *peek_at(struct ws_spool *s, const struct ws_spool_th
         }
         if (*rec_at < *committed) {
             const struct ws_rec *r = (const struct ws_rec *)(c + 1) + *rec_at;
-            if (r->type > WS_REC_NONE && r->type < WS_REC_TYPE_COUNT && *rec_at + 1u + r->ext <= *committed)
+            if (r->type > WS_REC_NONE && r->type < WS_REC_TYPE_COUNT && *rec_at + 1u + rec_ext(r) <= *committed &&
+                (!(r->ext & WS_REC_PUBLISHED) || (s->hdr->version >= 3 && rec_ext(r) == 0)))
                 return r;
             if (count)
                 s->corrupt_records += *committed - *rec_at; /* the rest of this chunk is not trusted */
@@ -170,6 +193,11 @@ static void heap_up(struct ws_spool *s, size_t i)
     }
 }
 
+static int open_clock(struct ws_spool *s);
+
+/* Version 3 says which clock times the records; earlier ones are all CLOCK_MONOTONIC. */
+static int h_clock_tsc(const struct ws_spool_header *h) { return h->version >= 3 && h->clock == WS_CLOCK_TSC; }
+
 int ws_spool_open(const char *path, struct ws_spool *s, char *err, size_t errlen)
 {
     memset(s, 0, sizeof *s);
@@ -201,6 +229,11 @@ int ws_spool_open(const char *path, struct ws_spool *s, char *err, size_t errlen
         snprintf(err, errlen, "%s: out of memory while indexing the spool", path);
         goto fail;
     }
+    s->tsc = h_clock_tsc(s->hdr);
+    if (s->tsc && open_clock(s) != 0) {
+        snprintf(err, errlen, "%s: out of memory while reading the spool's clock", path);
+        goto fail;
+    }
     /* Committed records that a cut took: counted here, once (a chunk's head is peeked many times). */
     for (size_t i = 0; i < s->nthreads; i++)
         for (size_t k = 0; k < s->threads[i].nchunks; k++) {
@@ -219,12 +252,74 @@ fail:
     return -1;
 }
 
+/* The calibration pairs of a spool timed by the counter (spool_clock.h): the header's, the
+ * chunks', and, on the writer's boot, one read now. */
+static int open_clock(struct ws_spool *s)
+{
+    const struct ws_spool_header *h = s->hdr;
+    struct ws_clock_pair *pairs = calloc(s->nchunks + 3, sizeof *pairs);
+    if (!pairs)
+        return -1;
+    size_t n = 0;
+    pairs[n++] = (struct ws_clock_pair){h->start_tsc, h->start_ns};
+    uint64_t end_ns = __atomic_load_n(&h->end_ns, __ATOMIC_ACQUIRE);
+    if (end_ns)
+        pairs[n++] = (struct ws_clock_pair){__atomic_load_n(&h->end_tsc, __ATOMIC_RELAXED), end_ns};
+    for (size_t i = 0; i < s->nthreads; i++)
+        for (size_t k = 0; k < s->threads[i].nchunks; k++) {
+            const struct ws_chunk_header *c = s->threads[i].chunks[k];
+            if (c->cal_tsc)
+                pairs[n++] = (struct ws_clock_pair){c->cal_tsc, c->cal_ns};
+        }
+#if defined(__x86_64__)
+    char boot[sizeof h->boot_id];
+    ws_boot_id(boot, sizeof boot);
+    if (boot[0] && strncmp(boot, h->boot_id, sizeof boot) == 0) {
+        uint32_t lo, hi;
+        __asm__ __volatile__("rdtsc" : "=a"(lo), "=d"(hi));
+        uint64_t a = (uint64_t)hi << 32 | lo;
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        __asm__ __volatile__("rdtsc" : "=a"(lo), "=d"(hi));
+        uint64_t b = (uint64_t)hi << 32 | lo;
+        pairs[n++] = (struct ws_clock_pair){a + (b - a) / 2, (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec};
+    }
+#endif
+    int rc = ws_spool_clock_init(&s->clock, pairs, n);
+    free(pairs);
+    return rc;
+}
+
+/* What the reader hands out for r, the head record of thread t: r itself, or its copy with the
+ * time in nanoseconds (counter ticks) and without the WS_REC_PUBLISHED mark.  NULL when memory
+ * runs out. */
+static const struct ws_rec *hand_out(struct ws_spool *s, struct ws_spool_thread *t, const struct ws_rec *r)
+{
+    if (!s->tsc && !(r->ext & WS_REC_PUBLISHED))
+        return r;
+    size_t need = 1u + rec_ext(r);
+    if (need > t->view_cap) {
+        struct ws_rec *v = realloc(t->view, need * sizeof *v);
+        if (!v)
+            return NULL;
+        t->view = v;
+        t->view_cap = need;
+    }
+    memcpy(t->view, r, need * sizeof *r);
+    t->view->ext = (uint16_t)rec_ext(r);
+    if (s->tsc)
+        t->view->ns = ws_spool_clock_ns(&s->clock, r->ns);
+    return t->view;
+}
+
 /* Advance thread ti past its head record and restore the heap at position pos. */
 static const struct ws_rec *take_head(struct ws_spool *s, size_t ti, size_t pos)
 {
     struct ws_spool_thread *t = &s->threads[ti];
-    const struct ws_rec *r = thread_peek(s, t);
-    t->rec_at += 1u + r->ext;
+    const struct ws_rec *r = hand_out(s, t, thread_peek(s, t));
+    if (!r)
+        return NULL;
+    t->rec_at += 1u + rec_ext(r);
     if (!thread_peek(s, t)) {
         s->heap[pos] = s->heap[--s->heap_len];
         if (pos == s->heap_len)
@@ -258,13 +353,13 @@ int ws_spool_find_tied(struct ws_spool *s, size_t except, uint64_t ns, uint8_t t
         uint32_t rec_at = t->rec_at, committed = t->committed;
         for (int k = 0; k < TIE_SCAN; k++) {
             const struct ws_rec *r = peek_at(s, t, &chunk_at, &rec_at, &committed, 0);
-            if (!r || r->ns != ns)
+            if (!r || (s->tsc ? ws_spool_clock_ns(&s->clock, r->ns) : r->ns) != ns)
                 break;
             if (r->type == type && r->status == 0 && r->u[0] == address) {
                 *thread = ti;
                 return 1;
             }
-            rec_at += 1u + r->ext;
+            rec_at += 1u + rec_ext(r);
         }
     }
     return 0;
@@ -284,9 +379,12 @@ void ws_spool_close(struct ws_spool *s)
         munmap((void *)s->map, s->size);
     if (s->fd >= 0)
         close(s->fd);
-    for (size_t i = 0; i < s->nthreads; i++)
+    for (size_t i = 0; i < s->nthreads; i++) {
         free(s->threads[i].chunks);
+        free(s->threads[i].view);
+    }
     free(s->threads);
+    ws_spool_clock_free(&s->clock);
     free(s->heap);
     memset(s, 0, sizeof *s);
     s->fd = -1;

@@ -4,10 +4,11 @@
  * Layout: a 4096-byte header, then chunks of WS_CHUNK_BYTES.  Each thread owns the chunk it
  * is filling; a chunk starts with a 64-byte ws_chunk_header followed by 64-byte records.  A
  * writer fills a record (and its string continuation records) and only then publishes it by a
- * release-store of chunk->committed (see ws_rec_commit() in libtrace/tracer.h); a reader
- * trusts only the first `committed` records of a chunk (see ws_spool_read() in
- * collector/spool_reader.c).  The file is mapped MAP_SHARED, so every committed record is in
- * the page cache and survives a SIGKILL of the traced process.
+ * release-store of chunk->committed (see ws_rec_commit() in libtrace/tracer.h), or, for a record
+ * of one slot, by a release-store of its own head (WS_REC_PUBLISHED, below); a reader trusts only
+ * the records so published (see chunk_readable() in collector/spool_reader.c).  The file is mapped
+ * MAP_SHARED, so every published record is in the page cache and survives a SIGKILL of the traced
+ * process.
  */
 #ifndef WS_SPOOL_FORMAT_H
 #define WS_SPOOL_FORMAT_H
@@ -15,7 +16,7 @@
 #include <stdint.h>
 
 #define WS_SPOOL_MAGIC        "WSSPOOL1"
-#define WS_SPOOL_VERSION      2u /* 2: NVTX attributes and memory extension; declarations with details */
+#define WS_SPOOL_VERSION      3u /* 2: NVTX attributes and memory extension; declarations with details; 3: clock */
 #define WS_SPOOL_HEADER_BYTES 4096u
 #define WS_CHUNK_BYTES        (256u * 1024u)
 #define WS_REC_BYTES          64u
@@ -277,13 +278,28 @@ static inline uint64_t ws_mem_heap_pack(uint32_t usage, uint32_t type, uint32_t 
 
 /* One fixed-size record.  String payloads follow in `ext` continuation records (raw bytes). */
 struct ws_rec {
-    uint8_t type;
-    uint8_t api;
-    uint16_t ext;
+    union {
+        struct {
+            uint8_t type;
+            uint8_t api;
+            uint16_t ext; /* | WS_REC_PUBLISHED: see there */
+        };
+        uint32_t tag; /* the three above in one word (little-endian) */
+    };
     int32_t status;
     uint64_t ns;
     uint64_t u[6];
 };
+
+/*
+ * Version 3: a record of one slot may publish itself rather than through the chunk's `committed`
+ * count: its writer stores every other field, then its tag (type, api, ext) with WS_REC_PUBLISHED
+ * set in ext, in one release store (ws_rec_put() in libtrace/tracer.h).  A reader trusts the first `committed`
+ * records of a chunk and after them each record so published, up to the first that is not.  Chunks
+ * come zeroed from the file and each slot is written once, so a slot not yet written reads 0.
+ */
+#define WS_REC_PUBLISHED 0x8000u
+#define WS_REC_EXT_MASK  0x7fffu
 
 struct ws_chunk_header {
     uint32_t magic;
@@ -292,8 +308,15 @@ struct ws_chunk_header {
     uint64_t seq;       /* index of this chunk among its thread's chunks */
     uint32_t committed; /* records published; written with release order */
     uint32_t image;     /* exec count of the image that wrote the chunk */
-    uint8_t pad[32];
+    uint64_t cal_tsc;   /* WS_CLOCK_TSC: a calibration pair taken when the chunk was mapped, */
+    uint64_t cal_ns;    /* the counter and CLOCK_MONOTONIC ns at the same moment (0, 0: none) */
+    uint8_t pad[16];
 };
+
+/* What a record's time counts (ws_spool_header.clock): CLOCK_MONOTONIC nanoseconds, or raw ticks
+ * of the time-stamp counter, which readers map to CLOCK_MONOTONIC nanoseconds through the
+ * calibration pairs of the header and the chunks (collector/spool_clock.h). */
+enum ws_clock { WS_CLOCK_MONOTONIC = 0, WS_CLOCK_TSC = 1 };
 
 struct ws_spool_header {
     char magic[8];
@@ -319,7 +342,14 @@ struct ws_spool_header {
                               writer from a later process that reuses its pid; 0 when unknown */
     uint64_t collected_ns; /* set once the writer has converted its own spool (it is kept only on
                               request): a later process may then replace it without a warning */
-    uint8_t pad[WS_SPOOL_HEADER_BYTES - 8 - 16 - 8 * 8 - 8 - 32 - 1024 - 32 - 16];
+    /* Version 3: */
+    uint32_t clock; /* enum ws_clock of the records' times */
+    uint32_t pad0;
+    uint64_t start_tsc; /* WS_CLOCK_TSC: the counter at start_ns, */
+    uint64_t end_tsc;   /* and at end_ns (0 while end_ns is) */
+    char boot_id[40];   /* the writer's kernel boot (NUL-terminated; empty when unknown): a reader on the
+                           same boot may read the counter itself for one more calibration pair */
+    uint8_t pad[WS_SPOOL_HEADER_BYTES - 8 - 16 - 8 * 8 - 8 - 32 - 1024 - 32 - 16 - 24 - 40];
 };
 
 _Static_assert(sizeof(struct ws_rec) == WS_REC_BYTES, "record size");

@@ -194,7 +194,7 @@ struct ws_rec *ws_rec_begin(uint8_t type, uint8_t api, int32_t status);
 
 /* ---- stream capture (hooks_graph.c) ---- */
 
-extern int ws_captures_active;
+extern int ws_captures_active __attribute__((visibility("hidden")));
 
 int ws_capture_note_slow(uint8_t api, const void *stream);
 

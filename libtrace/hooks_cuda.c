@@ -55,8 +55,9 @@ static const struct {
     const char *name;
 } real_table[] = {WS_REAL_SYMBOLS(WS_REAL_ENTRY)};
 
-/* Resolve every real symbol at once; racing callers store the same values. */
-static void resolve_real(void)
+/* Resolve every real symbol at once; racing callers store the same values.  (Out of line: the
+ * traced halves that call it on their first call keep no registers for it.) */
+static __attribute__((noinline, cold)) void resolve_real(void)
 {
     for (size_t i = 0; i < sizeof real_table / sizeof real_table[0]; i++) {
         void *p = ws_real_symbol(real_table[i].name);
@@ -125,6 +126,25 @@ static void resolve_real(void)
         return rc;                                                                                                     \
     } while (0)
 
+/*
+ * The traced half of a hot hook (allocation, free, launch): forward, then return FINISH, a call
+ * to a leaf that records (ws_rec_put, tracer.h), clears the re-entry guard and answers rc; errno
+ * is kept by the leaf's general path, the only one that can change it.  BEFORE runs just before
+ * the real call (a free takes its time there).
+ */
+#define FORWARD_AND_FINISH_IF(name, args, WANTED, BEFORE, FINISH)                                                      \
+    do {                                                                                                               \
+        __typeof__(real.name) fn = __atomic_load_n(&real.name, __ATOMIC_ACQUIRE);                                      \
+        int first_ = fn == NULL;                                                                                       \
+        if (__builtin_expect(first_, 0) && !(fn = REAL(name)))                                                         \
+            return MISSING;                                                                                            \
+        if (!(WANTED) || !ws_hook_enter_traced(first_))                                                                \
+            return fn args;                                                                                            \
+        BEFORE;                                                                                                        \
+        cudaError_t rc = fn args;                                                                                      \
+        return FINISH;                                                                                                 \
+    } while (0)
+
 static inline void record_alloc(uint8_t api, cudaError_t rc, void *ptr, uint64_t requested, uint64_t bytes,
                                 cudaStream_t stream, uint32_t memory, uint64_t aux)
 {
@@ -187,6 +207,17 @@ static inline uint64_t pack_dim3(dim3 d)
     uint64_t packed_grid = pack_dim3(grid), packed_block = pack_dim3(block);                                           \
     __asm__("" : "+r"(packed_grid), "+r"(packed_block))
 
+/* The direct-mapped cache of the functions a thread named (ws_note_function, below). */
+#define NAMED_SLOT_BITS 6
+#define NAMED_SLOTS     (1u << NAMED_SLOT_BITS)
+static WS_TLS const void *named_cache[NAMED_SLOTS];
+
+static inline unsigned named_slot(const void *fn)
+{
+    uintptr_t a = (uintptr_t)fn;
+    return (uint32_t)(a >> 4) * 0x9e3779b1u >> (32 - NAMED_SLOT_BITS); /* Fibonacci hashing: one multiply */
+}
+
 /* grid, block: packed with ws_pack_dim3. */
 static inline void record_launch(uint8_t api, cudaError_t rc, const void *fn, uint64_t grid, uint64_t block,
                                  size_t smem, cudaStream_t stream)
@@ -211,12 +242,91 @@ static inline void record_launch(uint8_t api, cudaError_t rc, const void *fn, ui
     ws_rec_commit(1);
 }
 
+/* ---- the hot hooks' finishes (FORWARD_AND_FINISH_IF) ----------------------------------------- */
+
+/* A finish's general path: the record written by RECORD with errno kept, then rc answered. */
+#define FINISH_SLOW(rc, RECORD)                                                                                        \
+    do {                                                                                                               \
+        int saved_ = *ws_errno();                                                                                      \
+        RECORD;                                                                                                        \
+        ws_hook_leave(saved_);                                                                                         \
+        return rc;                                                                                                     \
+    } while (0)
+
+/* The leaf wrote the record: the guard is cleared and the call's status answered. */
+#define FINISH_FAST(head)                                                                                              \
+    do {                                                                                                               \
+        ws_self.in_hook = 0;                                                                                           \
+        return (cudaError_t)ws_rec_head_status(head);                                                                  \
+    } while (0)
+
+static __attribute__((noinline, cold)) cudaError_t alloc_finish_slow(uint64_t head, void **ptr, size_t size,
+                                                                     uint32_t memory)
+{
+    cudaError_t rc = (cudaError_t)ws_rec_head_status(head);
+    FINISH_SLOW(rc, record_alloc((uint8_t)(head >> 8), rc, ptr ? *ptr : NULL, size, size, 0, memory, 0));
+}
+
+/* An allocation without stream or pool (cudaMalloc, cudaMallocHost); head: WS_REC_HEAD(ALLOC, api, rc). */
+static inline __attribute__((always_inline)) cudaError_t alloc_finish(uint64_t head, void **ptr, size_t size,
+                                                                      uint32_t memory)
+{
+    int ok = ws_rec_head_status(head) == cudaSuccess;
+    uint64_t address = ok && ptr ? (uint64_t)(uintptr_t)*ptr : 0;
+    if (__builtin_expect(ws_rec_put_now(head, address, size, ok ? size : 0, 0,
+                                        (uint64_t)(uint32_t)ws_self.device | (uint64_t)memory << 32, 0),
+                         1))
+        FINISH_FAST(head);
+    return alloc_finish_slow(head, ptr, size, memory);
+}
+
+static __attribute__((noinline, cold)) cudaError_t free_finish_slow(uint64_t head, void *ptr, cudaStream_t stream,
+                                                                    uint32_t memory, uint64_t before)
+{
+    cudaError_t rc = (cudaError_t)ws_rec_head_status(head);
+    FINISH_SLOW(rc, record_free((uint8_t)(head >> 8), rc, ptr, stream, memory, before));
+}
+
+/* A free (its time `before` taken before the real call); a stream's while a capture is under way
+ * takes the general path, which asks whether it was captured. */
+static inline __attribute__((always_inline)) cudaError_t free_finish(uint64_t head, void *ptr, cudaStream_t stream,
+                                                                     uint32_t memory, uint64_t before)
+{
+    if (__builtin_expect(!stream || !__atomic_load_n(&ws_captures_active, __ATOMIC_RELAXED), 1) &&
+        __builtin_expect(ws_rec_put(head, before, (uint64_t)(uintptr_t)ptr, 0, 0, (uint64_t)(uintptr_t)stream,
+                                    (uint64_t)(uint32_t)ws_self.device | (uint64_t)memory << 32, 0),
+                         1))
+        FINISH_FAST(head);
+    return free_finish_slow(head, ptr, stream, memory, before);
+}
+
+static __attribute__((noinline, cold)) cudaError_t launch_finish_slow(uint64_t head, const void *fn, uint64_t grid,
+                                                                      uint64_t block, size_t smem, cudaStream_t stream)
+{
+    cudaError_t rc = (cudaError_t)ws_rec_head_status(head);
+    FINISH_SLOW(rc, record_launch((uint8_t)(head >> 8), rc, fn, grid, block, smem, stream));
+}
+
+/* A launch of a function this thread named already, with no capture under way (else the general
+ * path names it, or asks whether the launch was captured). */
+static inline __attribute__((always_inline)) cudaError_t launch_finish(uint64_t head, const void *fn, uint64_t grid,
+                                                                       uint64_t block, size_t smem, cudaStream_t stream)
+{
+    if (__builtin_expect(named_cache[named_slot(fn)] == fn, 1) &&
+        __builtin_expect(!__atomic_load_n(&ws_captures_active, __ATOMIC_RELAXED), 1) &&
+        __builtin_expect(ws_rec_put_now(head, (uint64_t)(uintptr_t)fn, grid, block, (uint64_t)(uintptr_t)stream, smem,
+                                        (uint64_t)(uint32_t)ws_self.device),
+                         1))
+        FINISH_FAST(head);
+    return launch_finish_slow(head, fn, grid, block, smem, stream);
+}
+
 /* ---- allocation ------------------------------------------------------------------------ */
 
 CUDA_HOOK(cudaMalloc, (void **ptr, size_t size), (ptr, size))
 {
-    FORWARD_AND_RECORD(cudaMalloc, (ptr, size),
-                       record_alloc(WS_API_cudaMalloc, rc, ptr ? *ptr : NULL, size, size, 0, WS_MEM_DEVICE, 0));
+    FORWARD_AND_FINISH_IF(cudaMalloc, (ptr, size), 1, (void)0,
+                          alloc_finish(WS_REC_HEAD(WS_REC_ALLOC, WS_API_cudaMalloc, rc), ptr, size, WS_MEM_DEVICE));
 }
 
 /* A stream-ordered allocation names its pool (aux); one made inside a capture allocates nothing
@@ -282,8 +392,8 @@ CUDA_HOOK(cudaMallocPitch, (void **ptr, size_t *pitch, size_t width, size_t heig
 
 CUDA_HOOK(cudaMallocHost, (void **ptr, size_t size), (ptr, size))
 {
-    FORWARD_AND_RECORD(cudaMallocHost, (ptr, size),
-                       record_alloc(WS_API_cudaMallocHost, rc, ptr ? *ptr : NULL, size, size, 0, WS_MEM_HOST, 0));
+    FORWARD_AND_FINISH_IF(cudaMallocHost, (ptr, size), 1, (void)0,
+                          alloc_finish(WS_REC_HEAD(WS_REC_ALLOC, WS_API_cudaMallocHost, rc), ptr, size, WS_MEM_HOST));
 }
 
 CUDA_HOOK(cudaHostAlloc, (void **ptr, size_t size, unsigned int flags), (ptr, size, flags))
@@ -297,26 +407,28 @@ CUDA_HOOK(cudaHostAlloc, (void **ptr, size_t size, unsigned int flags), (ptr, si
 /* A free of NULL frees nothing (programs call cudaFree(NULL) to create the context): not recorded. */
 CUDA_HOOK(cudaFree, (void *ptr), (ptr))
 {
-    FORWARD_AND_RECORD_FREE_IF(cudaFree, (ptr), ptr != NULL,
-                               record_free(WS_API_cudaFree, rc, ptr, 0, WS_MEM_DEVICE, before));
+    FORWARD_AND_FINISH_IF(cudaFree, (ptr), ptr != NULL, uint64_t before = ws_now(),
+                          free_finish(WS_REC_HEAD(WS_REC_FREE, WS_API_cudaFree, rc), ptr, 0, WS_MEM_DEVICE, before));
 }
 
 CUDA_HOOK(cudaFreeAsync, (void *ptr, cudaStream_t stream), (ptr, stream))
 {
-    FORWARD_AND_RECORD_FREE_IF(cudaFreeAsync, (ptr, stream), ptr != NULL,
-                               record_free(WS_API_cudaFreeAsync, rc, ptr, stream, WS_MEM_DEVICE, before));
+    FORWARD_AND_FINISH_IF(
+        cudaFreeAsync, (ptr, stream), ptr != NULL, uint64_t before = ws_now(),
+        free_finish(WS_REC_HEAD(WS_REC_FREE, WS_API_cudaFreeAsync, rc), ptr, stream, WS_MEM_DEVICE, before));
 }
 
 CUDA_HOOK(cudaFreeAsync_ptsz, (void *ptr, cudaStream_t stream), (ptr, stream))
 {
-    FORWARD_AND_RECORD_FREE_IF(cudaFreeAsync_ptsz, (ptr, stream), ptr != NULL,
-                               record_free(WS_API_cudaFreeAsync_ptsz, rc, ptr, stream, WS_MEM_DEVICE, before));
+    FORWARD_AND_FINISH_IF(
+        cudaFreeAsync_ptsz, (ptr, stream), ptr != NULL, uint64_t before = ws_now(),
+        free_finish(WS_REC_HEAD(WS_REC_FREE, WS_API_cudaFreeAsync_ptsz, rc), ptr, stream, WS_MEM_DEVICE, before));
 }
 
 CUDA_HOOK(cudaFreeHost, (void *ptr), (ptr))
 {
-    FORWARD_AND_RECORD_FREE_IF(cudaFreeHost, (ptr), ptr != NULL,
-                               record_free(WS_API_cudaFreeHost, rc, ptr, 0, WS_MEM_HOST, before));
+    FORWARD_AND_FINISH_IF(cudaFreeHost, (ptr), ptr != NULL, uint64_t before = ws_now(),
+                          free_finish(WS_REC_HEAD(WS_REC_FREE, WS_API_cudaFreeHost, rc), ptr, 0, WS_MEM_HOST, before));
 }
 
 /* ---- device ------------------------------------------------------------------------------ */
@@ -338,42 +450,68 @@ WS_EXPORT cudaError_t cudaSetDevice(int device)
 
 /* ---- launches ---------------------------------------------------------------------------- */
 
-CUDA_HOOK(cudaLaunchKernel, (const void *func, dim3 grid, dim3 block, void **args, size_t smem, cudaStream_t stream),
-          (func, grid, block, args, smem, stream))
+/*
+ * A launch hook: name takes (FT f, dim3 grid, dim3 block, void **args, size_t smem, cudaStream_t
+ * stream).  Where the exported entry is a stub (WS_HOOK_ENTRY_ASM_, graph_hooks.h), which hands the
+ * traced half the caller's registers as they are, the traced half takes each dim3 as the two words
+ * the calling convention passes it in (x86-64 and aarch64: x and y in one register, z in the
+ * next), and calls the real function the same way: the same call, but the compiler need not keep
+ * a copy of each dim3 in memory, as it does for a dim3 parameter.  Elsewhere it is a CUDA_HOOK.
+ */
+#if defined(WS_HOOK_ENTRY_ASM_) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+typedef cudaError_t (*launch_words_fn)(const void *, uint64_t, uint32_t, uint64_t, uint32_t, void **, size_t,
+                                       cudaStream_t);
+_Static_assert(sizeof(dim3) == 12, "a dim3 is passed as two words");
+
+/* ws_pack_dim3 of a dim3 passed as words: x | y << 32 (y within 16 bits), then z. */
+static inline uint64_t pack_dim3_words(uint64_t xy, uint32_t z)
 {
-    PACK_LAUNCH_DIMS();
-    FORWARD_AND_RECORD(cudaLaunchKernel, (func, grid, block, args, smem, stream),
-                       record_launch(WS_API_cudaLaunchKernel, rc, func, packed_grid, packed_block, smem, stream));
+    return (xy & 0xffffffffffffu) | (uint64_t)(z & 0xffffu) << 48;
 }
 
-CUDA_HOOK(cudaLaunchKernel_ptsz,
-          (const void *func, dim3 grid, dim3 block, void **args, size_t smem, cudaStream_t stream),
-          (func, grid, block, args, smem, stream))
-{
-    PACK_LAUNCH_DIMS();
-    FORWARD_AND_RECORD(cudaLaunchKernel_ptsz, (func, grid, block, args, smem, stream),
-                       record_launch(WS_API_cudaLaunchKernel_ptsz, rc, func, packed_grid, packed_block, smem, stream));
-}
+#define LAUNCH_HOOK(name, FT, f)                                                                                       \
+    WS_EXPORT cudaError_t name(FT, dim3, dim3, void **, size_t, cudaStream_t);                                         \
+    static __attribute__((noinline, used))                                                                             \
+    cudaError_t name##_traced_(const void *f, uint64_t gxy, uint32_t gz, uint64_t bxy, uint32_t bz, void **args,       \
+                               size_t smem, cudaStream_t stream);                                                      \
+    static __attribute__((used)) void name##_entry_(void)                                                              \
+    {                                                                                                                  \
+        __asm__(WS_HOOK_ENTRY_ASM_(WS_HOOK_STR_(name))::[flag] WS_HOOK_SYM_(&ws_enabled),                              \
+                [slot_] WS_HOOK_SYM_(&real.name), [traced] WS_HOOK_SYM_(name##_traced_));                              \
+    }                                                                                                                  \
+    static cudaError_t name##_traced_(const void *f, uint64_t gxy, uint32_t gz, uint64_t bxy, uint32_t bz,             \
+                                      void **args, size_t smem, cudaStream_t stream)                                   \
+    {                                                                                                                  \
+        launch_words_fn fn = (launch_words_fn)(void *)__atomic_load_n(&real.name, __ATOMIC_ACQUIRE);                   \
+        int first_ = fn == NULL;                                                                                       \
+        if (__builtin_expect(first_, 0) && !(fn = (launch_words_fn)(void *)REAL(name)))                                \
+            return MISSING;                                                                                            \
+        if (!ws_hook_enter_traced(first_))                                                                             \
+            return fn(f, gxy, gz, bxy, bz, args, smem, stream);                                                        \
+        uint64_t grid = pack_dim3_words(gxy, gz), block = pack_dim3_words(bxy, bz);                                    \
+        __asm__("" : "+r"(grid), "+r"(block)); /* packed before the call: two values live across it */                 \
+        cudaError_t rc = fn(f, gxy, gz, bxy, bz, args, smem, stream);                                                  \
+        return launch_finish(WS_REC_HEAD(WS_REC_LAUNCH, WS_API_##name, rc), f, grid, block, smem, stream);             \
+    }
+#else
+#define LAUNCH_HOOK(name, FT, f)                                                                                       \
+    CUDA_HOOK(name, (FT f, dim3 grid, dim3 block, void **args, size_t smem, cudaStream_t stream),                      \
+              (f, grid, block, args, smem, stream))                                                                    \
+    {                                                                                                                  \
+        PACK_LAUNCH_DIMS();                                                                                            \
+        FORWARD_AND_FINISH_IF(                                                                                         \
+            name, (f, grid, block, args, smem, stream), 1, (void)0,                                                    \
+            launch_finish(WS_REC_HEAD(WS_REC_LAUNCH, WS_API_##name, rc), f, packed_grid, packed_block, smem, stream)); \
+    }
+#endif
 
-CUDA_HOOK(cudaLaunchCooperativeKernel,
-          (const void *func, dim3 grid, dim3 block, void **args, size_t smem, cudaStream_t stream),
-          (func, grid, block, args, smem, stream))
-{
-    PACK_LAUNCH_DIMS();
-    FORWARD_AND_RECORD(
-        cudaLaunchCooperativeKernel, (func, grid, block, args, smem, stream),
-        record_launch(WS_API_cudaLaunchCooperativeKernel, rc, func, packed_grid, packed_block, smem, stream));
-}
+LAUNCH_HOOK(cudaLaunchKernel, const void *, func)
 
-CUDA_HOOK(cudaLaunchCooperativeKernel_ptsz,
-          (const void *func, dim3 grid, dim3 block, void **args, size_t smem, cudaStream_t stream),
-          (func, grid, block, args, smem, stream))
-{
-    PACK_LAUNCH_DIMS();
-    FORWARD_AND_RECORD(
-        cudaLaunchCooperativeKernel_ptsz, (func, grid, block, args, smem, stream),
-        record_launch(WS_API_cudaLaunchCooperativeKernel_ptsz, rc, func, packed_grid, packed_block, smem, stream));
-}
+LAUNCH_HOOK(cudaLaunchKernel_ptsz, const void *, func)
+
+LAUNCH_HOOK(cudaLaunchCooperativeKernel, const void *, func)
+
+LAUNCH_HOOK(cudaLaunchCooperativeKernel_ptsz, const void *, func)
 
 static void record_launch_config(uint8_t api, cudaError_t rc, const cudaLaunchConfig_t *config, const void *func)
 {
@@ -397,24 +535,9 @@ CUDA_HOOK(cudaLaunchKernelExC_ptsz, (const cudaLaunchConfig_t *config, const voi
                        record_launch_config(WS_API_cudaLaunchKernelExC_ptsz, rc, config, func));
 }
 
-CUDA_HOOK(__cudaLaunchKernel,
-          (cudaKernel_t kernel, dim3 grid, dim3 block, void **args, size_t smem, cudaStream_t stream),
-          (kernel, grid, block, args, smem, stream))
-{
-    PACK_LAUNCH_DIMS();
-    FORWARD_AND_RECORD(__cudaLaunchKernel, (kernel, grid, block, args, smem, stream),
-                       record_launch(WS_API___cudaLaunchKernel, rc, kernel, packed_grid, packed_block, smem, stream));
-}
+LAUNCH_HOOK(__cudaLaunchKernel, cudaKernel_t, kernel)
 
-CUDA_HOOK(__cudaLaunchKernel_ptsz,
-          (cudaKernel_t kernel, dim3 grid, dim3 block, void **args, size_t smem, cudaStream_t stream),
-          (kernel, grid, block, args, smem, stream))
-{
-    PACK_LAUNCH_DIMS();
-    FORWARD_AND_RECORD(
-        __cudaLaunchKernel_ptsz, (kernel, grid, block, args, smem, stream),
-        record_launch(WS_API___cudaLaunchKernel_ptsz, rc, kernel, packed_grid, packed_block, smem, stream));
-}
+LAUNCH_HOOK(__cudaLaunchKernel_ptsz, cudaKernel_t, kernel)
 
 static void record_graph_launch(uint8_t api, cudaError_t rc, cudaGraphExec_t exec, cudaStream_t stream)
 {
@@ -511,13 +634,9 @@ WS_EXPORT cudaError_t __cudaGetKernel(cudaKernel_t *kernel, const void *host_fun
  * named: a kernel seen again costs one compare); host functions on the simulated device are named
  * from the dynamic symbol table.  Registered device names (__cudaRegisterFunction) win over these
  * in the collector. */
-#define NAMED_SLOTS 64u
-static WS_TLS const void *named_cache[NAMED_SLOTS];
-
 void ws_note_function(const void *fn)
 {
-    uintptr_t a = (uintptr_t)fn;
-    unsigned slot = (unsigned)((a >> 4) ^ (a >> 10)) & (NAMED_SLOTS - 1);
+    unsigned slot = named_slot(fn);
     if (named_cache[slot] == fn)
         return;
     named_cache[slot] = fn;

@@ -78,6 +78,47 @@ cudaError_t cudaGetDriverEntryPoint_ptsz(const char *symbol, void **funcPtr, uns
 
 static uint64_t u64(const void *p) { return (uint64_t)(uintptr_t)p; }
 
+/* The traced half of a hot driver hook (allocation, free, launch): as FORWARD_AND_FINISH_IF of
+ * hooks_cuda.c, FINISH a leaf that records (ws_rec_put, tracer.h), clears the guard and answers rc,
+ * keeping errno on its general path; BEFORE runs just before the real call. */
+#define DRV_FORWARD_FINISH(name, args, WANTED, BEFORE, FINISH)                                                         \
+    do {                                                                                                               \
+        __typeof__(&name) fn = __atomic_load_n(&name##_real_, __ATOMIC_ACQUIRE);                                       \
+        int first_ = fn == NULL;                                                                                       \
+        if (__builtin_expect(first_, 0) && !(fn = real_fn_first(#name, (void **)&name##_real_)))                       \
+            return DRV_MISSING;                                                                                        \
+        if (!(WANTED) || !ws_hook_enter_traced(first_))                                                                \
+            return fn args;                                                                                            \
+        BEFORE;                                                                                                        \
+        CUresult rc = fn args;                                                                                         \
+        return FINISH;                                                                                                 \
+    } while (0)
+
+/* WS_REAL_FN_AT_ out of line, for the first call of a DRV_FORWARD_FINISH hook. */
+static __attribute__((noinline, cold)) void *real_fn_first(const char *name, void **slot)
+{
+    void *fn = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
+    if (!fn) {
+        fn = ws_real_symbol(name);
+        __atomic_store_n(slot, fn, __ATOMIC_RELEASE);
+    }
+    return fn;
+}
+
+/* A finish's general path and its end when the leaf wrote the record (hooks_cuda.c likewise). */
+#define DRV_FINISH_SLOW(rc, RECORD)                                                                                    \
+    do {                                                                                                               \
+        int saved_ = *ws_errno();                                                                                      \
+        RECORD;                                                                                                        \
+        ws_hook_leave(saved_);                                                                                         \
+        return rc;                                                                                                     \
+    } while (0)
+#define DRV_FINISH_FAST(head)                                                                                          \
+    do {                                                                                                               \
+        ws_self.in_hook = 0;                                                                                           \
+        return (CUresult)ws_rec_head_status(head);                                                                     \
+    } while (0)
+
 int ws_driver_per_thread_api(uint8_t api)
 {
     switch (api) {
@@ -208,12 +249,43 @@ static void record_host_alloc(uint8_t api, CUresult rc, void *const *pp, size_t 
     record_alloc(api, rc, pp ? u64(*pp) : 0, size, size, NULL, ws_driver_device(), WS_MEM_HOST, flags);
 }
 
+static __attribute__((noinline, cold)) CUresult alloc_finish_slow(uint64_t head, const CUdeviceptr *dptr, size_t size)
+{
+    CUresult rc = (CUresult)ws_rec_head_status(head);
+    DRV_FINISH_SLOW(rc, record_simple_alloc((uint8_t)(head >> 8), rc, dptr, size, WS_MEM_DEVICE, 0));
+}
+
+/* cuMemAlloc_v2's record by the leaf while the thread's device is known. */
+static inline __attribute__((always_inline)) CUresult alloc_finish(uint64_t head, const CUdeviceptr *dptr, size_t size)
+{
+    int ok = ws_rec_head_status(head) == CUDA_SUCCESS;
+    uint32_t device = ws_self.driver_device;
+    if (__builtin_expect(device != 0, 1) &&
+        __builtin_expect(ws_rec_put_now(head, ok && dptr ? *dptr : 0, size, ok ? size : 0, 0, device - 1, 0), 1))
+        DRV_FINISH_FAST(head);
+    return alloc_finish_slow(head, dptr, size);
+}
+
+static __attribute__((noinline, cold)) CUresult free_finish_slow(uint64_t head, CUdeviceptr dptr, uint64_t before)
+{
+    CUresult rc = (CUresult)ws_rec_head_status(head);
+    DRV_FINISH_SLOW(rc, record_free((uint8_t)(head >> 8), rc, dptr, NULL, WS_MEM_DEVICE, before));
+}
+
+static inline __attribute__((always_inline)) CUresult free_finish(uint64_t head, CUdeviceptr dptr, uint64_t before)
+{
+    uint32_t device = ws_self.driver_device;
+    if (__builtin_expect(device != 0, 1) && __builtin_expect(ws_rec_put(head, before, dptr, 0, 0, 0, device - 1, 0), 1))
+        DRV_FINISH_FAST(head);
+    return free_finish_slow(head, dptr, before);
+}
+
 /* ---- allocation and free ---- */
 
 WS_HOOK(CUresult, cuMemAlloc_v2, (CUdeviceptr * dptr, size_t bytesize), (dptr, bytesize))
 {
-    DRV_FORWARD(cuMemAlloc_v2, (dptr, bytesize),
-                record_simple_alloc(WS_API_cuMemAlloc_v2, rc, dptr, bytesize, WS_MEM_DEVICE, 0));
+    DRV_FORWARD_FINISH(cuMemAlloc_v2, (dptr, bytesize), 1, (void)0,
+                       alloc_finish(WS_REC_HEAD(WS_REC_ALLOC, WS_API_cuMemAlloc_v2, rc), dptr, bytesize));
 }
 
 static void record_pitch(CUresult rc, const CUdeviceptr *dptr, const size_t *pitch, size_t width, size_t height)
@@ -254,8 +326,8 @@ WS_HOOK(CUresult, cuMemHostAlloc, (void **pp, size_t bytesize, unsigned int Flag
 
 WS_HOOK(CUresult, cuMemFree_v2, (CUdeviceptr dptr), (dptr))
 {
-    DRV_FORWARD_FREE(cuMemFree_v2, (dptr), dptr,
-                     record_free(WS_API_cuMemFree_v2, rc, dptr, NULL, WS_MEM_DEVICE, before));
+    DRV_FORWARD_FINISH(cuMemFree_v2, (dptr), dptr, uint64_t before = ws_now(),
+                       free_finish(WS_REC_HEAD(WS_REC_FREE, WS_API_cuMemFree_v2, rc), dptr, before));
 }
 
 WS_HOOK(CUresult, cuMemFreeHost, (void *p), (p))
@@ -613,13 +685,14 @@ WS_HOOK(CUresult, cuMemImportFromShareableHandle,
  * driver (cuFuncGetName, 12.3 and later; nothing is named with an older driver); a direct-mapped
  * cache of what was named keeps a kernel seen again to one compare.  A forked child names its
  * kernels again: ws_forget_named_functions() (hooks_cuda.c) clears the cache in the child. */
-#define NAMED_SLOTS 64u
+#define NAMED_SLOT_BITS 6
+#define NAMED_SLOTS     (1u << NAMED_SLOT_BITS)
 static WS_TLS CUfunction named_cache[NAMED_SLOTS];
 
 static inline unsigned named_slot(CUfunction f)
 {
     uintptr_t a = (uintptr_t)f;
-    return (unsigned)((a >> 4) ^ (a >> 10)) & (NAMED_SLOTS - 1);
+    return (uint32_t)(a >> 4) * 0x9e3779b1u >> (32 - NAMED_SLOT_BITS); /* Fibonacci hashing: one multiply */
 }
 
 static __attribute__((noinline)) void name_function(CUfunction f)
@@ -660,6 +733,25 @@ static inline void record_launch(uint8_t api, CUresult rc, CUfunction f, uint64_
              (uint64_t)(uint32_t)ws_driver_device());
 }
 
+static __attribute__((noinline, cold)) CUresult launch_finish_slow(uint64_t head, CUfunction f, uint64_t grid,
+                                                                   uint64_t block, unsigned smem, CUstream stream)
+{
+    CUresult rc = (CUresult)ws_rec_head_status(head);
+    DRV_FINISH_SLOW(rc, record_launch((uint8_t)(head >> 8), rc, f, grid, block, smem, stream));
+}
+
+/* A launch's record by the leaf: the function named already, no capture under way, the device known. */
+static inline __attribute__((always_inline)) CUresult launch_finish(uint64_t head, CUfunction f, uint64_t grid,
+                                                                    uint64_t block, unsigned smem, CUstream stream)
+{
+    uint32_t device = ws_self.driver_device;
+    if (__builtin_expect(named_cache[named_slot(f)] == f, 1) && __builtin_expect(device != 0, 1) &&
+        __builtin_expect(!__atomic_load_n(&ws_captures_active, __ATOMIC_RELAXED), 1) &&
+        __builtin_expect(ws_rec_put_now(head, u64(f), grid, block, u64(stream), smem, device - 1), 1))
+        DRV_FINISH_FAST(head);
+    return launch_finish_slow(head, f, grid, block, smem, stream);
+}
+
 #define LAUNCH_DIMS(gx, gy, gz, bx, by, bz)                                                                            \
     uint64_t grid = ws_pack_dim3(gx, gy, gz), block = ws_pack_dim3(bx, by, bz);                                        \
     __asm__("" : "+r"(grid), "+r"(block)) /* packed here, not after the call */
@@ -672,10 +764,12 @@ WS_HOOK(CUresult, cuLaunchKernel,
          extra))
 {
     LAUNCH_DIMS(gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ);
-    DRV_FORWARD(cuLaunchKernel,
-                (f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes, hStream,
-                 kernelParams, extra),
-                record_launch(WS_API_cuLaunchKernel, rc, f, grid, block, sharedMemBytes, hStream));
+    DRV_FORWARD_FINISH(
+        cuLaunchKernel,
+        (f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes, hStream, kernelParams,
+         extra),
+        1, (void)0,
+        launch_finish(WS_REC_HEAD(WS_REC_LAUNCH, WS_API_cuLaunchKernel, rc), f, grid, block, sharedMemBytes, hStream));
 }
 
 WS_HOOK(CUresult, cuLaunchKernel_ptsz,
@@ -684,8 +778,9 @@ WS_HOOK(CUresult, cuLaunchKernel_ptsz,
         (f, gx, gy, gz, bx, by, bz, smem, hStream, params, extra))
 {
     LAUNCH_DIMS(gx, gy, gz, bx, by, bz);
-    DRV_FORWARD(cuLaunchKernel_ptsz, (f, gx, gy, gz, bx, by, bz, smem, hStream, params, extra),
-                record_launch(WS_API_cuLaunchKernel_ptsz, rc, f, grid, block, smem, hStream));
+    DRV_FORWARD_FINISH(
+        cuLaunchKernel_ptsz, (f, gx, gy, gz, bx, by, bz, smem, hStream, params, extra), 1, (void)0,
+        launch_finish(WS_REC_HEAD(WS_REC_LAUNCH, WS_API_cuLaunchKernel_ptsz, rc), f, grid, block, smem, hStream));
 }
 
 WS_HOOK(CUresult, cuLaunchCooperativeKernel,

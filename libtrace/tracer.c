@@ -30,6 +30,7 @@
 
 WS_TLS struct ws_thread ws_self;
 int ws_enabled;
+int ws_clock_tsc;
 
 /* Why records were lost; the first cause is named at exit. */
 enum loss { LOSS_NONE, LOSS_LIMIT, LOSS_FSIZE, LOSS_SPACE, LOSS_MAP };
@@ -118,7 +119,7 @@ static void thread_exit(void *unused)
     if (ws_self.chunk) {
         munmap(ws_self.chunk, WS_CHUNK_BYTES);
         ws_self.chunk = NULL;
-        ws_self.room = 0;
+        ws_self.next = ws_self.end = ws_self.fast_end = NULL;
     }
 }
 
@@ -141,6 +142,56 @@ static int secure_space(uint64_t off)
     return e;
 }
 
+/* ---- the records' clock -------------------------------------------------------------- */
+
+/* The counter and CLOCK_MONOTONIC at one moment: the counter's value halfway through the clock
+ * read. */
+static void calibration_pair(uint64_t *tsc, uint64_t *ns)
+{
+    uint64_t a = ws_tsc();
+    *ns = ws_monotonic_ns();
+    uint64_t b = ws_tsc();
+    *tsc = a + (b - a) / 2;
+}
+
+/* The time-stamp counter times records when it runs at a constant rate in every power state
+ * (CPUID: invariant TSC) and the kernel keeps CLOCK_MONOTONIC with it (clocksource tsc, which the
+ * kernel chooses only when the counters of all processors agree); else clock_gettime does. */
+static int tsc_usable(void)
+{
+#if defined(__x86_64__)
+    uint32_t a, b, c, d;
+    __asm__ __volatile__("cpuid" : "=a"(a), "=b"(b), "=c"(c), "=d"(d) : "a"(0x80000000u), "c"(0));
+    if (a < 0x80000007u)
+        return 0;
+    __asm__ __volatile__("cpuid" : "=a"(a), "=b"(b), "=c"(c), "=d"(d) : "a"(0x80000007u), "c"(0));
+    if (!(d & (1u << 8)))
+        return 0;
+    char source[32] = "";
+    int fd = open("/sys/devices/system/clocksource/clocksource0/current_clocksource", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    ssize_t n = read(fd, source, sizeof source - 1);
+    close(fd);
+    return n >= 3 && memcmp(source, "tsc", 3) == 0 && (n == 3 || source[3] == '\n');
+#else
+    return 0;
+#endif
+}
+
+/* WSTRACE_CLOCK: "monotonic" keeps clock_gettime; unset, empty or "auto" takes the counter where
+ * tsc_usable() says so.  -1 on a value it does not know. */
+static int choose_clock(void)
+{
+    const char *v = getenv("WSTRACE_CLOCK");
+    if (v && *v && strcmp(v, "auto") != 0 && strcmp(v, "monotonic") != 0) {
+        warn("WSTRACE_CLOCK must be auto or monotonic (got '%s'); tracing is off for this process", v);
+        return -1;
+    }
+    ws_clock_tsc = !(v && strcmp(v, "monotonic") == 0) && tsc_usable();
+    return 0;
+}
+
 static int create_child_spool(int *created);
 static void record_image(void);
 
@@ -159,7 +210,7 @@ int ws_spool_next_chunk(struct ws_thread *t)
     if (t->chunk && t->generation == g.generation)
         munmap(t->chunk, WS_CHUNK_BYTES);
     t->chunk = NULL;
-    t->room = 0;
+    t->next = t->end = t->fast_end = NULL;
     if (t->generation != g.generation || t->serial == 0) {
         t->serial = __atomic_add_fetch(&h->next_thread, 1, __ATOMIC_RELAXED);
         t->seq = 0;
@@ -198,11 +249,13 @@ int ws_spool_next_chunk(struct ws_thread *t)
     c->os_tid = (uint64_t)syscall(SYS_gettid);
     c->seq = t->seq++;
     c->image = __atomic_load_n(&h->images, __ATOMIC_RELAXED);
+    if (ws_clock_tsc)
+        calibration_pair(&c->cal_tsc, &c->cal_ns);
     __atomic_store_n(&c->magic, WS_CHUNK_MAGIC, __ATOMIC_RELEASE);
     t->chunk = c;
-    t->recs = (struct ws_rec *)(c + 1);
-    t->used = 0;
-    t->room = WS_CHUNK_RECS;
+    t->next = (struct ws_rec *)(c + 1);
+    t->end = t->next + WS_CHUNK_RECS;
+    t->fast_end = ws_clock_tsc ? t->end : NULL;
     if (created)
         record_image(); /* the first record of a forked child's own spool */
     return 0;
@@ -407,6 +460,7 @@ static int attach_spool(const char *output)
         return -1;
     }
     __atomic_add_fetch(&g.hdr->images, 1, __ATOMIC_RELAXED);
+    ws_clock_tsc = h.clock == WS_CLOCK_TSC; /* the spool's clock, whatever this image would choose */
     set_paths(output);
     return 0;
 }
@@ -436,7 +490,12 @@ static int create_spool(const char *spool, const char *output)
     struct timespec rt;
     clock_gettime(CLOCK_REALTIME, &rt);
     h.start_realtime_ns = (uint64_t)rt.tv_sec * 1000000000u + (uint64_t)rt.tv_nsec;
-    h.start_ns = ws_now();
+    h.clock = ws_clock_tsc ? WS_CLOCK_TSC : WS_CLOCK_MONOTONIC;
+    ws_boot_id(h.boot_id, sizeof h.boot_id);
+    if (ws_clock_tsc)
+        calibration_pair(&h.start_tsc, &h.start_ns);
+    else
+        h.start_ns = ws_monotonic_ns();
     snprintf(h.backend, sizeof h.backend, "runtime-interposition");
     size_t olen = strnlen(output, sizeof h.output - 1); /* informational; truncation is harmless */
     memcpy(h.output, output, olen);
@@ -602,7 +661,7 @@ static void after_fork_child(void)
     if (ws_self.chunk)
         munmap(ws_self.chunk, WS_CHUNK_BYTES);
     ws_self.chunk = NULL;
-    ws_self.room = 0;
+    ws_self.next = ws_self.end = ws_self.fast_end = NULL;
     ws_self.serial = 0;
     ws_forget_named_functions();
     struct ws_spool_header *h = header();
@@ -661,7 +720,8 @@ void ws_tracer_start(void)
     g.real_Exit = (exit_fn)dlsym(RTLD_NEXT, "_Exit");
     g.owner = getpid();
     g.start_ticks = ws_proc_start_ticks(g.owner, NULL);
-    if (read_config() != 0 || pthread_key_create(&g.thread_key, thread_exit) != 0 || open_spool() != 0) {
+    if (read_config() != 0 || choose_clock() != 0 || pthread_key_create(&g.thread_key, thread_exit) != 0 ||
+        open_spool() != 0) {
         errno = saved;
         return;
     }
@@ -774,7 +834,11 @@ void ws_tracer_stop(void)
     ws_blind_spots_report(blind, sizeof blind);
     if (blind[0])
         warn("this process used CUDA in ways the trace cannot see: %s (meta blind_spot.*)", blind);
-    __atomic_store_n(&h->end_ns, ws_now(), __ATOMIC_RELEASE);
+    uint64_t end_tsc = 0, end_ns = ws_monotonic_ns();
+    if (ws_clock_tsc)
+        calibration_pair(&end_tsc, &end_ns);
+    __atomic_store_n(&h->end_tsc, end_tsc, __ATOMIC_RELAXED);
+    __atomic_store_n(&h->end_ns, end_ns, __ATOMIC_RELEASE); /* after end_tsc: readers pair them */
     report_loss(h);
     if (g.collect_at_exit) {
         char err[1024];
@@ -784,7 +848,7 @@ void ws_tracer_stop(void)
         if (ws_collect_spool_ex(g.spool, g.output, WS_COLLECT_OWNER, &stats, NULL, NULL, err, sizeof err) != 0) {
             warn("%s; the spool is kept: run 'wstrace collect %s'", err, g.spool);
         } else {
-            __atomic_store_n(&h->collected_ns, ws_now(), __ATOMIC_RELEASE);
+            __atomic_store_n(&h->collected_ns, ws_monotonic_ns(), __ATOMIC_RELEASE);
             if (!g.keep_spool)
                 unlink(g.spool);
         }

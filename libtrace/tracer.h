@@ -15,14 +15,14 @@
 #define WS_EXPORT __attribute__((visibility("default")))
 #define WS_TLS    __thread __attribute__((tls_model("initial-exec")))
 
-/* Per-thread state.  `recs` points into the thread's current mmap'd chunk; `room` is how many
- * records still fit in it (0 without a chunk: TLS starts zeroed, so a new thread takes the slow
- * path of ws_rec_reserve() on its first record). */
+/* Per-thread state.  `next` is where the next record goes in the thread's current mmap'd chunk,
+ * `end` the end of that chunk (both NULL without a chunk: TLS starts zeroed, so a new thread takes
+ * the slow path of ws_rec_reserve() on its first record). */
 struct ws_thread {
     struct ws_chunk_header *chunk; /* NULL until the first record, or after fork */
-    struct ws_rec *recs;
-    uint32_t used;
-    uint32_t room; /* WS_CHUNK_RECS - used with a chunk, else 0 */
+    struct ws_rec *next;
+    struct ws_rec *end;
+    struct ws_rec *fast_end; /* end while records are timed by the TSC, else NULL: ws_rec_put() writes below it */
     uint32_t serial;
     uint32_t in_hook; /* re-entry guard: work inside a hook is never traced twice */
     uint64_t seq;
@@ -33,18 +33,44 @@ struct ws_thread {
 };
 
 extern WS_TLS struct ws_thread ws_self;
-extern int ws_enabled; /* 0 when tracing is off: hooks only forward */
+extern int ws_enabled __attribute__((visibility("hidden"))); /* 0 when tracing is off: hooks only forward */
 
 /* Slow path: map a fresh chunk for the calling thread.  Returns 0 or -1 (record lost). */
 int ws_spool_next_chunk(struct ws_thread *t);
 void ws_count_lost(uint64_t n);
 void ws_count_truncated(void);
 
-static inline uint64_t ws_now(void)
+/* CLOCK_MONOTONIC in nanoseconds: the spool header's times (start_ns, end_ns, calibration pairs). */
+static inline uint64_t ws_monotonic_ns(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* 1 when records carry raw time-stamp counter ticks (the spool header says so: clock
+ * WS_CLOCK_TSC), set once at start-up by ws_clock_choose() (tracer.c). */
+extern int ws_clock_tsc __attribute__((visibility("hidden")));
+
+static inline uint64_t ws_tsc(void)
+{
+#if defined(__x86_64__)
+    uint32_t lo, hi;
+    __asm__ __volatile__("rdtsc" : "=a"(lo), "=d"(hi));
+    return (uint64_t)hi << 32 | lo;
+#else
+    return 0;
+#endif
+}
+
+/* A record's time: time-stamp counter ticks where the counter is invariant and the kernel keeps
+ * CLOCK_MONOTONIC with it (the collector maps them to CLOCK_MONOTONIC nanoseconds through the
+ * spool's calibration pairs, collector/spool_clock.c), else CLOCK_MONOTONIC nanoseconds. */
+static inline uint64_t ws_now(void)
+{
+    if (__builtin_expect(ws_clock_tsc, 1))
+        return ws_tsc();
+    return ws_monotonic_ns();
 }
 
 /*
@@ -55,21 +81,79 @@ static inline uint64_t ws_now(void)
 static inline struct ws_rec *ws_rec_reserve(uint32_t n)
 {
     struct ws_thread *t = &ws_self;
-    if (__builtin_expect(n > t->room, 0)) {
+    if (__builtin_expect(n > ((uintptr_t)t->end - (uintptr_t)t->next) / WS_REC_BYTES, 0)) {
         if (n > WS_CHUNK_RECS || ws_spool_next_chunk(t) != 0) {
             ws_count_lost(1);
             return NULL;
         }
     }
-    return &t->recs[t->used];
+    return t->next;
 }
 
 static inline void ws_rec_commit(uint32_t n)
 {
     struct ws_thread *t = &ws_self;
-    t->used += n;
-    t->room -= n;
-    __atomic_store_n(&t->chunk->committed, t->used, __ATOMIC_RELEASE);
+    t->next += n;
+    /* every record before next: those ws_rec_put() published itself too */
+    __atomic_store_n(&t->chunk->committed, (uint32_t)(t->next - (struct ws_rec *)(t->chunk + 1)), __ATOMIC_RELEASE);
+}
+
+/*
+ * The hot hooks' records (allocations, frees and launches of hooks_cuda.c and hooks_driver.c) are
+ * written by a leaf function that the traced half tail-calls after the real call (its "finish"):
+ * no registers to save, no call, and errno left alone, since nothing on that path can change it.
+ * ws_rec_put() writes a whole record there (head: WS_REC_HEAD) and returns 1; when the leaf cannot
+ * (no room in the chunk, or records are not timed by the TSC: fast_end) it writes nothing and returns 0, and
+ * the finish takes its general path, which saves errno and may map a chunk or read the clock.
+ * Every field is written; the record publishes itself (WS_REC_PUBLISHED, common/spool_format.h).
+ */
+#define WS_REC_HEAD(type, api, status)                                                                                 \
+    ((uint64_t)(uint8_t)(type) | (uint64_t)(uint8_t)(api) << 8 | (uint64_t)(uint32_t)(int32_t)(status) << 32)
+
+/* The status a record head carries (what the finish returns). */
+static inline int32_t ws_rec_head_status(uint64_t head) { return (int32_t)(head >> 32); }
+
+static inline __attribute__((always_inline)) int ws_rec_put_(uint64_t head, int now, uint64_t ns, uint64_t u0,
+                                                             uint64_t u1, uint64_t u2, uint64_t u3, uint64_t u4,
+                                                             uint64_t u5)
+{
+    struct ws_thread *t = &ws_self;
+    struct ws_rec *r = t->next;
+    if (__builtin_expect((uintptr_t)r >= (uintptr_t)t->fast_end, 0))
+        return 0;
+#if defined(__x86_64__)
+    if (now) { /* the counter's halves stored as they come (the time field is little-endian) */
+        uint32_t lo, hi;
+        __asm__ __volatile__("rdtsc" : "=a"(lo), "=d"(hi));
+        memcpy((char *)&r->ns, &lo, sizeof lo);
+        memcpy((char *)&r->ns + sizeof lo, &hi, sizeof hi);
+    } else
+#endif
+        r->ns = now ? ws_tsc() : ns;
+    r->u[0] = u0;
+    r->u[1] = u1;
+    r->u[2] = u2;
+    r->u[3] = u3;
+    r->u[4] = u4;
+    r->u[5] = u5;
+    /* Published by its tag (WS_REC_PUBLISHED, spool_format.h), the partner of chunk_readable() in
+     * collector/spool_reader.c: no count to keep. */
+    r->status = ws_rec_head_status(head);
+    __atomic_store_n(&r->tag, (uint32_t)head | WS_REC_PUBLISHED << 16, __ATOMIC_RELEASE);
+    t->next = r + 1;
+    return 1;
+}
+
+/* ws_rec_put() at a time taken before (a free's), and at the present time. */
+static inline __attribute__((always_inline)) int ws_rec_put(uint64_t head, uint64_t ns, uint64_t u0, uint64_t u1,
+                                                            uint64_t u2, uint64_t u3, uint64_t u4, uint64_t u5)
+{
+    return ws_rec_put_(head, 0, ns, u0, u1, u2, u3, u4, u5);
+}
+static inline __attribute__((always_inline)) int ws_rec_put_now(uint64_t head, uint64_t u0, uint64_t u1, uint64_t u2,
+                                                                uint64_t u3, uint64_t u4, uint64_t u5)
+{
+    return ws_rec_put_(head, 1, 0, u0, u1, u2, u3, u4, u5);
 }
 
 /*

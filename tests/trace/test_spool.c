@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "collector.h"
+#include "spool_clock.h"
 #include "spool_format.h"
 #include "spool_reader.h"
 #include "trace_util.h"
@@ -111,6 +112,142 @@ static void open_spool(const char *path, struct ws_spool *s)
 }
 
 /* ---- reader ---------------------------------------------------------------------------------- */
+
+/* ---- the counter's clock (collector/spool_clock.c) ------------------------------------------- */
+
+/*
+ * Pairs (tick, ns), given out of order: (2000, 6000), (1000, 5000), (3000, 9000), and (4000, 8000),
+ * which goes back in time and is raised to 9000.  By hand: 1000 -> 2000 is 1 ns a tick, 2000 ->
+ * 3000 is 3 ns a tick, 3000 -> 4000 is flat; the mean rate is (9000 - 5000) / (4000 - 1000) = 4/3
+ * ns a tick.  So 1500 -> 5500, 2500 -> 7500, 3500 -> 9000, 2000 -> 6000 (a pair itself),
+ * 7000 -> 9000 + 3000 * 4/3 = 13000, 400 -> 5000 - 600 * 4/3 = 4200, 1 -> 5000 - 999 * 4/3 =
+ * 3668 (rounded down).
+ */
+Test(spool, counter_ticks_map_piecewise_linearly_and_never_decrease)
+{
+    const struct ws_clock_pair pairs[] = {{2000, 6000}, {1000, 5000}, {0, 777}, {3000, 9000}, {4000, 8000}};
+    struct ws_spool_clock c;
+    cr_assert_eq(ws_spool_clock_init(&c, pairs, sizeof pairs / sizeof pairs[0]), 0);
+    cr_expect_eq(c.n, 4, "a pair of tick 0 is no pair");
+    cr_expect_eq(ws_spool_clock_ns(&c, 1500), 5500);
+    cr_expect_eq(ws_spool_clock_ns(&c, 2000), 6000);
+    cr_expect_eq(ws_spool_clock_ns(&c, 2500), 7500);
+    cr_expect_eq(ws_spool_clock_ns(&c, 3500), 9000);
+    cr_expect_eq(ws_spool_clock_ns(&c, 7000), 13000);
+    cr_expect_eq(ws_spool_clock_ns(&c, 400), 4200);
+    cr_expect_eq(ws_spool_clock_ns(&c, 1), 3668);
+    uint64_t last = 0;
+    for (uint64_t t = 1; t < 8000; t += 7) {
+        uint64_t ns = ws_spool_clock_ns(&c, t);
+        cr_assert_geq(ns, last, "the map decreases at tick %llu", (unsigned long long)t);
+        last = ns;
+    }
+    ws_spool_clock_free(&c);
+
+    const struct ws_clock_pair one[] = {{1000, 5000}};
+    cr_assert_eq(ws_spool_clock_init(&c, one, 1), 0);
+    cr_expect_eq(ws_spool_clock_ns(&c, 1250), 5250, "one pair: a tick counts a nanosecond");
+    ws_spool_clock_free(&c);
+    cr_expect_neq(ws_spool_clock_init(&c, pairs + 2, 1), 0, "no pair at all");
+}
+
+/*
+ * A spool timed by the counter: the header's pair (1000, 5000) and chunk 0's (3000, 9000), no
+ * other (no boot id: the reader adds none).  Thread 1 (chunk 0): ticks 1500, 2500 (with a string),
+ * 4000; thread 2 (chunk 1, no pair): tick 2000.  Expected by hand, 2 ns a tick between the pairs
+ * and beyond them: 6000 (thread 1), 7000 (thread 2), 8000 (thread 1, string intact), 11000
+ * (thread 1).
+ */
+Test(spool, records_timed_by_the_counter_come_out_in_nanoseconds)
+{
+    struct spool_builder b;
+    sb_init(&b, 2);
+    struct ws_spool_header *h = sb_header(&b);
+    h->clock = WS_CLOCK_TSC;
+    h->start_tsc = 1000;
+    h->start_ns = 5000;
+    sb_chunk_init(&b, 0, 1, 0, 1);
+    sb_chunk(&b, 0)->cal_tsc = 3000;
+    sb_chunk(&b, 0)->cal_ns = 9000;
+    sb_rec(&b, 0, WS_REC_ALLOC, 1500, NULL);
+    sb_rec(&b, 0, WS_REC_PUSH, 2500, "a node name longer than one record: /model/layers.3/attn/MatMul_q");
+    sb_rec(&b, 0, WS_REC_FREE, 4000, NULL);
+    sb_commit_all(&b, 0);
+    sb_chunk_init(&b, 1, 2, 0, 1);
+    sb_rec(&b, 1, WS_REC_ALLOC, 2000, NULL);
+    sb_commit_all(&b, 1);
+    char path[512];
+    tu_path(path, sizeof path, "ticks.spool");
+    sb_write(&b, path, 0);
+
+    struct ws_spool s;
+    open_spool(path, &s);
+    const uint64_t want_ns[] = {6000, 7000, 8000, 11000};
+    const uint32_t want_serial[] = {1, 2, 1, 1};
+    size_t n = 0, ti;
+    const struct ws_rec *r;
+    while ((r = ws_spool_next(&s, &ti)) != NULL) {
+        cr_assert_lt(n, 4, "more records than were written");
+        cr_expect_eq(r->ns, want_ns[n], "record %zu at %llu ns, not %llu", n, (unsigned long long)r->ns,
+                     (unsigned long long)want_ns[n]);
+        cr_expect_eq(s.threads[ti].serial, want_serial[n]);
+        if (r->type == WS_REC_PUSH) {
+            size_t len;
+            const char *text = ws_rec_text(r, &len);
+            cr_expect_eq(len, strlen("a node name longer than one record: /model/layers.3/attn/MatMul_q"));
+            cr_expect(memcmp(text, "a node name longer than one record: /model/layers.3/attn/MatMul_q", len) == 0);
+        }
+        n++;
+    }
+    cr_expect_eq(n, 4);
+    ws_spool_close(&s);
+}
+
+/*
+ * Records that published themselves (spool format 3, WS_REC_PUBLISHED): chunk 0 counts 1 committed
+ * record (time 10), then holds two published ones (20, 30), one whose head is written but not
+ * published (40: its writer died), and a published one after it (50).  Expected: 10, 20, 30, each
+ * handed out with ext 0, nothing after the unpublished one, nothing counted corrupt.  In a spool
+ * of version 2 the mark means nothing: a marked record there is malformed.
+ */
+Test(spool, records_published_by_their_head_are_read_up_to_the_first_that_is_not)
+{
+    for (int version = 3; version >= 2; version--) {
+        struct spool_builder b;
+        sb_init(&b, 1);
+        sb_header(&b)->version = (uint32_t)version;
+        sb_chunk_init(&b, 0, 1, 0, 1);
+        sb_rec(&b, 0, WS_REC_ALLOC, 10, NULL);
+        sb_commit_all(&b, 0);
+        sb_rec(&b, 0, WS_REC_ALLOC, 20, NULL)->ext = WS_REC_PUBLISHED;
+        sb_rec(&b, 0, WS_REC_FREE, 30, NULL)->ext = WS_REC_PUBLISHED;
+        sb_rec(&b, 0, WS_REC_ALLOC, 40, NULL);
+        sb_rec(&b, 0, WS_REC_ALLOC, 50, NULL)->ext = WS_REC_PUBLISHED;
+        if (version == 2)
+            sb_chunk(&b, 0)->committed = 2; /* the marked record inside the count */
+        char path[512];
+        tu_path(path, sizeof path, version == 3 ? "published3.spool" : "published2.spool");
+        sb_write(&b, path, 0);
+
+        struct ws_spool s;
+        open_spool(path, &s);
+        const uint64_t want3[] = {10, 20, 30}, want2[] = {10};
+        const uint64_t *want = version == 3 ? want3 : want2;
+        size_t nwant = version == 3 ? 3 : 1, n = 0, ti;
+        const struct ws_rec *r;
+        while ((r = ws_spool_next(&s, &ti)) != NULL) {
+            cr_assert_lt(n, nwant, "version %d: a record at %llu beyond the published ones", version,
+                         (unsigned long long)r->ns);
+            cr_expect_eq(r->ns, want[n], "version %d: record %zu", version, n);
+            cr_expect_eq(r->ext, 0, "version %d: handed out without the mark", version);
+            n++;
+        }
+        cr_expect_eq(n, nwant, "version %d", version);
+        cr_expect_eq(s.corrupt_records, version == 3 ? 0 : 1, "version %d: corrupt %llu", version,
+                     (unsigned long long)s.corrupt_records);
+        ws_spool_close(&s);
+    }
+}
 
 Test(spool, merges_threads_in_time_order_and_trusts_only_committed_records)
 {
