@@ -343,6 +343,7 @@ CUresult cuStreamWaitEvent(CUstream hStream, CUevent hEvent, unsigned int Flags)
 }
 CUresult cuStreamGetFlags(CUstream hStream, unsigned int *flags) { return DRV(cudaStreamGetFlags(hStream, flags)); }
 CUresult cuStreamGetPriority(CUstream hStream, int *priority) { return DRV(cudaStreamGetPriority(hStream, priority)); }
+CUresult cuCtxResetPersistingL2Cache(void) { return DRV(cudaCtxResetPersistingL2Cache()); }
 /* CUstreamAttrValue is cudaStreamAttrValue under another name (the launch attribute value unions
  * share their layout and attribute numbers). */
 CUresult cuStreamSetAttribute(CUstream hStream, CUstreamAttrID attr, const CUstreamAttrValue *value)
