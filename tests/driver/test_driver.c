@@ -437,3 +437,53 @@ Test(driver, a_merge_keeps_every_table_of_every_process)
         sqlite3_close(part[i]);
     sqlite3_close(db);
 }
+
+/* Streams made and destroyed one after another by worker threads (as programs that overlap work
+ * per thread do) stay apart in the trace: each worker's launches carry its own stream, the
+ * handle it printed, and no other worker's; the stream attributes and the L2 reset they call
+ * succeed and the program's exit status and output are unchanged under the tracer.  The Chrome
+ * export then draws one kernel track per stream. */
+Test(driver, streams_destroyed_and_made_again_stay_apart)
+{
+    struct tu_result plain, r;
+    const char *env[] = {SIM_PATH, NULL};
+    const char *argv[] = {PROG("driver_streams_prog"), NULL};
+    tu_run(&plain, env, argv);
+    cr_assert(plain.exited && plain.code == 0, "untraced: %d\n%s%s", plain.code, plain.out, plain.err);
+    sqlite3 *db = traced(&r, SIM_PATH, PROG("driver_streams_prog"), NULL);
+    long long workers = tu_kv(r.out, "workers"), per = tu_kv(r.out, "launches_per_worker");
+    cr_assert_eq(workers, 6);
+    cr_expect_eq(tu_lines(r.out), tu_lines(plain.out), "the output is unchanged");
+    for (long long i = 0; i < workers; i++) {
+        char key[32];
+        snprintf(key, sizeof key, "stream%lld", i);
+        long long stream = tu_kv(r.out, key);
+        cr_expect_eq(tu_int(db, "SELECT COUNT(*) FROM launches WHERE stream = %lld AND status = 0", stream), per,
+                     "worker %lld's stream", i);
+        cr_expect_eq(tu_int(db, "SELECT COUNT(DISTINCT thread_id) FROM launches WHERE stream = %lld", stream), 1,
+                     "worker %lld's stream is launched on by one thread only", i);
+    }
+    cr_expect_eq(tu_int(db, "SELECT COUNT(DISTINCT stream) FROM launches WHERE stream IS NOT NULL"), workers + 2);
+    cr_expect_eq(tu_int(db, "SELECT COUNT(*) FROM launches WHERE status = 0"),
+                 workers * per + tu_kv(r.out, "priority_launches"));
+    cr_expect_eq(allocs_of(db, "cudaMalloc"), tu_kv(r.out, "mallocs"));
+    cr_expect_eq(frees_of(db, "cudaFree"), tu_kv(r.out, "mallocs"));
+    sqlite3_close(db);
+    char trace[512], json[512];
+    tu_path(trace, sizeof trace, "trace.db");
+    tu_path(json, sizeof json, "trace.json");
+    struct tu_result e;
+    const char *exp[] = {TU_WSTRACE, "export", trace, "--format", "chrome", "-o", json, NULL};
+    tu_run(&e, NULL, exp);
+    cr_assert(e.exited && e.code == 0, "export: %s", e.err);
+    size_t len = 0;
+    char *text = tu_read_file(json, &len);
+    int tracks = 0;
+    for (const char *p = text; (p = strstr(p, "\"name\":\"stream 0x")) != NULL; p++)
+        tracks++;
+    cr_expect_eq(tracks, workers + 2, "one kernel track per stream");
+    free(text);
+    tu_result_free(&e);
+    tu_result_free(&r);
+    tu_result_free(&plain);
+}
