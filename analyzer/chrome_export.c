@@ -616,10 +616,10 @@ static int emit_run(struct export_ctx *x, sqlite3_stmt *st)
                              "thread", (json_int_t)int_of(st, 2));
     if (args && is_null(st, 4))
         json_object_set_new(args, "unclosed", json_true());
-    json_t *event = json_pack("{s:s, s:s, s:s, s:f, s:f, s:I, s:I, s:o}", "name", name, "cat", "run", "ph", "X", "ts",
-                              rel_us(x, start), "dur", (double)(end > start ? end - start : 0) / 1000.0, "pid",
-                              (json_int_t)pid_of_thread(x, int_of(st, 2)), "tid", (json_int_t)WS_CHROME_RUNS_TID,
-                              "args", args);
+    json_t *event =
+        json_pack("{s:s, s:s, s:s, s:f, s:f, s:I, s:I, s:o}", "name", name, "cat", "run", "ph", "X", "ts",
+                  rel_us(x, start), "dur", (double)(end > start ? end - start : 0) / 1000.0, "pid",
+                  (json_int_t)pid_of_thread(x, int_of(st, 2)), "tid", (json_int_t)WS_CHROME_RUNS_TID, "args", args);
     sqlite3_free(name);
     return emit(x, event);
 }
@@ -807,8 +807,8 @@ static int emit_declaration(struct export_ctx *x, sqlite3_stmt *st)
 {
     long long level = int_of(st, 0);
     const char *node = text_or(st, 1, "?");
-    char *name = sqlite3_mprintf("%s workspace %s[%lld]", level == 1 ? "Level-1 estimate" : "Level-2 declaration",
-                                 node, int_of(st, 2));
+    char *name = sqlite3_mprintf("%s workspace %s[%lld]", level == 1 ? "Level-1 estimate" : "Level-2 declaration", node,
+                                 int_of(st, 2));
     if (!name) {
         snprintf(x->err, x->errlen, "out of memory");
         return -1;

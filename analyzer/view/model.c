@@ -863,7 +863,8 @@ int view_model_load(struct view_model *m, sqlite3 *db, const char *trace, char *
             goto out;
         m->have_analysis = 1;
         if (read_layers(m, &range_layer, err, errlen) != 0 || read_allocations(m, range_layer, err, errlen) != 0 ||
-            read_names(m, range_layer, err, errlen) != 0 || compact_addresses(m, err, errlen) != 0 || read_shapes(m, err, errlen) != 0)
+            read_names(m, range_layer, err, errlen) != 0 || compact_addresses(m, err, errlen) != 0 ||
+            read_shapes(m, err, errlen) != 0)
             goto out;
     }
     /* From here on by time; by_id finds an allocation by its id (for the plans' blocks). */

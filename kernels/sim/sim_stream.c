@@ -10,10 +10,10 @@
 
 /* The attributes a stream keeps (cudaStreamSetAttribute: the launch attributes "valid for
  * streams"); the priority is the stream's own. */
-static const cudaStreamAttrID stream_attrs[] = {
-    cudaLaunchAttributeAccessPolicyWindow, cudaLaunchAttributeSynchronizationPolicy,
-    cudaLaunchAttributeMemSyncDomainMap, cudaLaunchAttributeMemSyncDomain,
-    cudaLaunchAttributeNvlinkUtilCentricScheduling};
+static const cudaStreamAttrID stream_attrs[] = {cudaLaunchAttributeAccessPolicyWindow,
+                                                cudaLaunchAttributeSynchronizationPolicy,
+                                                cudaLaunchAttributeMemSyncDomainMap, cudaLaunchAttributeMemSyncDomain,
+                                                cudaLaunchAttributeNvlinkUtilCentricScheduling};
 enum { STREAM_ATTRS = sizeof stream_attrs / sizeof stream_attrs[0] };
 
 struct sim_stream {

@@ -1,7 +1,9 @@
 /* A runtime program linked against the toolkit's libcudart.so, run on the simulated cudart: the
  * stream patterns of programs that overlap work on several streams.  It prints what it did as
  * "key=value" lines and exits 0 only when every call succeeded.
- *   WORKERS threads each create a stream, allocate, launch LAUNCHES kernels on it, set and read
+ *   First cudaSetDevice, which since CUDA 12.0 leaves the primary context current: a driver
+ *   call right after it (cuCtxGetCurrent, fetched with cudaGetDriverEntryPointByVersion) finds it.
+ *   Then WORKERS threads each create a stream, allocate, launch LAUNCHES kernels on it, set and read
  *   back an access policy window, reset the persisting L2 lines and destroy the stream, one after
  *   the other (a destroyed stream's handle may be given out again by a careless device; here
  *   each worker's stream must stay its own); then two streams of the lowest and highest
@@ -11,6 +13,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <cuda.h>
 #include <cuda_runtime_api.h>
 
 enum { WORKERS = 6, LAUNCHES = 3, BYTES = 4096 };
@@ -72,6 +75,12 @@ static void *work(void *arg)
 
 int main(void)
 {
+    CHECK(cudaSetDevice(0));
+    CUresult (*get_current)(CUcontext *) = NULL;
+    enum cudaDriverEntryPointQueryResult found;
+    CHECK(cudaGetDriverEntryPointByVersion("cuCtxGetCurrent", (void **)&get_current, 4000, cudaEnableDefault, &found));
+    CUcontext ctx = NULL;
+    check(get_current && get_current(&ctx) == CUDA_SUCCESS && ctx != NULL, "a context is current after cudaSetDevice");
     struct worker w[WORKERS];
     for (int i = 0; i < WORKERS; i++) { /* one after the other: each destroys before the next creates */
         check(pthread_create(&w[i].thread, NULL, work, &w[i]) == 0, "pthread_create");
@@ -95,6 +104,7 @@ int main(void)
     CHECK(cudaFree(p));
     CHECK(cudaStreamDestroy(low));
     CHECK(cudaStreamDestroy(high));
+    printf("context_after_set_device=%d\n", ctx != NULL);
     printf("workers=%d\nlaunches_per_worker=%d\nmallocs=%d\npriority_launches=2\n", WORKERS, LAUNCHES, WORKERS + 1);
     for (int i = 0; i < WORKERS; i++)
         printf("stream%d=%llu\n", i, (unsigned long long)w[i].stream);

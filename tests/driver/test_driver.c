@@ -440,9 +440,9 @@ Test(driver, a_merge_keeps_every_table_of_every_process)
 
 /* Streams made and destroyed one after another by worker threads (as programs that overlap work
  * per thread do) stay apart in the trace: each worker's launches carry its own stream, the
- * handle it printed, and no other worker's; the stream attributes and the L2 reset they call
- * succeed and the program's exit status and output are unchanged under the tracer.  The Chrome
- * export then draws one kernel track per stream. */
+ * handle it printed, and no other worker's; cudaSetDevice leaves a context current; the stream
+ * attributes and the L2 reset they call succeed; the program's exit status and output are
+ * unchanged under the tracer.  The Chrome export then draws one kernel track per stream. */
 Test(driver, streams_destroyed_and_made_again_stay_apart)
 {
     struct tu_result plain, r;
@@ -453,6 +453,7 @@ Test(driver, streams_destroyed_and_made_again_stay_apart)
     sqlite3 *db = traced(&r, SIM_PATH, PROG("driver_streams_prog"), NULL);
     long long workers = tu_kv(r.out, "workers"), per = tu_kv(r.out, "launches_per_worker");
     cr_assert_eq(workers, 6);
+    cr_expect_eq(tu_kv(r.out, "context_after_set_device"), 1);
     cr_expect_eq(tu_lines(r.out), tu_lines(plain.out), "the output is unchanged");
     for (long long i = 0; i < workers; i++) {
         char key[32];
