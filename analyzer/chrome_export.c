@@ -574,7 +574,7 @@ static int emit_names(struct export_ctx *x)
             snprintf(label, sizeof label, "stream 0x%llx%s", (unsigned long long)x->streams[i].stream,
                      x->streams[i].stream == 0 ? " (default)" : "");
         else
-            snprintf(label, sizeof label, "stream (not recorded)");
+            snprintf(label, sizeof label, "stream (default, or not recorded)"); /* the trace keeps 0 as NULL */
         long long tid = WS_CHROME_STREAM_TID + k++, pid = x->procs[process_index(x, x->streams[i].process)].pid;
         if (emit(x, metadata(pid, "thread_name", tid, "name", json_string(label))) != 0 ||
             emit(x, metadata(pid, "thread_sort_index", tid, "sort_index", json_integer(tid))) != 0)

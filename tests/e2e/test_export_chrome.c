@@ -359,13 +359,14 @@ Test(chrome, kernels_on_one_track_per_stream)
     const char *out = in_dir("out.json");
     export_to(make_trace(), out);
     json_t *events = check_document(out, &c);
-    /* streams in order: not recorded, 0, 0x1000 -> tracks 1000001, 1000002, 1000003 */
+    /* streams in order: NULL (the tracer's default stream, schema/README.md), 0 (an imported
+     * trace's), 0x1000 -> tracks 1000001, 1000002, 1000003 */
     static const struct {
         long long tid;
         const char *name;
         int kernels;
     } want[] = {
-        {1000001, "stream (not recorded)", 1}, {1000002, "stream 0x0 (default)", 1}, {1000003, "stream 0x1000", 1}};
+        {1000001, "stream (default, or not recorded)", 1}, {1000002, "stream 0x0 (default)", 1}, {1000003, "stream 0x1000", 1}};
     for (size_t k = 0; k < 3; k++) {
         int named = 0, kernels = 0;
         size_t i;
