@@ -31,7 +31,7 @@ struct stream_track {
 
 struct process { /* processes.id (1 in a trace without the table) and its trace-event pid */
     long long id, pid;
-    char name[1024];
+    char *name; /* the command line (and rank), whole: sqlite3_mprintf */
     int has_runs;
 };
 
@@ -117,21 +117,42 @@ done:
 }
 
 /* Jansson refuses strings that are not valid UTF-8, and names recorded from a program need not
- * be: such a name is passed on with its invalid bytes replaced, from a ring of buffers large
- * enough for all the strings of one event. */
+ * be: such a name is passed on with its invalid bytes replaced, whole (each invalid byte becomes
+ * the three bytes of U+FFFD), from a ring of buffers grown to fit, enough for all the strings of
+ * one event.  json_safe_release gives the ring back at the end of an export. */
+static struct {
+    char *buf;
+    size_t cap;
+} safe_ring[8];
+static unsigned safe_next;
+
 static const char *json_safe(const char *s)
 {
-    static char ring[8][1024];
-    static unsigned next;
     const unsigned char *p = (const unsigned char *)s;
     size_t n = 1;
     while (*p && (n = ws_utf8_sequence(p)) != 0)
         p += n;
     if (n != 0)
         return s;
-    char *out = ring[next++ % 8];
-    ws_utf8_sanitize(s, out, sizeof ring[0]);
-    return out;
+    size_t need = 3 * strlen(s) + 1, k = safe_next++ % 8;
+    if (safe_ring[k].cap < need) {
+        char *grown = realloc(safe_ring[k].buf, need);
+        if (!grown)
+            return "(name not shown: out of memory)";
+        safe_ring[k].buf = grown;
+        safe_ring[k].cap = need;
+    }
+    ws_utf8_sanitize(s, safe_ring[k].buf, safe_ring[k].cap);
+    return safe_ring[k].buf;
+}
+
+static void json_safe_release(void)
+{
+    for (size_t k = 0; k < 8; k++) {
+        free(safe_ring[k].buf);
+        safe_ring[k].buf = NULL;
+        safe_ring[k].cap = 0;
+    }
 }
 
 static const char *text_or(sqlite3_stmt *st, int col, const char *fallback)
@@ -244,11 +265,13 @@ done:
     return rc;
 }
 
-/* meta(key) as text into buf; returns 1 when present, 0 when absent, -1 on error. */
-static int read_meta(struct export_ctx *x, const char *key, char *buf, size_t len)
+/* meta(key) as text, whole, into *value (sqlite3_mprintf; NULL when absent); returns 1 when
+ * present, 0 when absent, -1 on error. */
+static int read_meta(struct export_ctx *x, const char *key, char **value)
 {
     sqlite3_stmt *st = NULL;
     int rc = -1;
+    *value = NULL;
     if (sql_prepare(x, "SELECT value FROM meta WHERE key = ?1 AND value IS NOT NULL", &st) != 0)
         goto done;
     if (sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC) != SQLITE_OK) {
@@ -257,7 +280,10 @@ static int read_meta(struct export_ctx *x, const char *key, char *buf, size_t le
     }
     int step = sqlite3_step(st);
     if (step == SQLITE_ROW) {
-        snprintf(buf, len, "%s", text_or(st, 0, ""));
+        if (!(*value = sqlite3_mprintf("%s", text_or(st, 0, "")))) {
+            snprintf(x->err, x->errlen, "out of memory");
+            goto done;
+        }
         rc = 1;
     } else {
         rc = step == SQLITE_DONE ? 0 : sql_fail(x);
@@ -405,7 +431,6 @@ static int tables_exist(struct export_ctx *x, const char *names)
 /* Processes: the processes table (schema version 2) or the one traced process of meta. */
 static int read_processes(struct export_ctx *x)
 {
-    char name[1024], pid[64];
     sqlite3_stmt *st = NULL;
     int rc = -1, step, unique = 1;
     if (x->has_processes &&
@@ -427,10 +452,15 @@ static int read_processes(struct export_ctx *x)
             p->id = int_of(st, 0);
             p->pid = is_null(st, 1) ? -1 : int_of(st, 1);
             unique &= !is_null(st, 1) && int_of(st, 5) == 1;
-            int n = snprintf(p->name, sizeof p->name, "%s", text_or(st, 2, "traced process"));
-            if (!is_null(st, 3) && n > 0 && (size_t)n < sizeof p->name)
-                snprintf(p->name + n, sizeof p->name - (size_t)n, " (rank %lld%s%s)", int_of(st, 3),
-                         is_null(st, 4) ? "" : " on ", text_or(st, 4, ""));
+            if (is_null(st, 3))
+                p->name = sqlite3_mprintf("%s", text_or(st, 2, "traced process"));
+            else
+                p->name = sqlite3_mprintf("%s (rank %lld%s%s)", text_or(st, 2, "traced process"), int_of(st, 3),
+                                          is_null(st, 4) ? "" : " on ", text_or(st, 4, ""));
+            if (!p->name) {
+                snprintf(x->err, x->errlen, "out of memory");
+                goto done;
+            }
         }
         if (step != SQLITE_DONE) {
             sql_fail(x);
@@ -442,22 +472,27 @@ static int read_processes(struct export_ctx *x)
                 x->procs[i].pid = x->procs[i].id;
     }
     if (x->nprocs == 0) {
-        int has_pid = read_meta(x, "pid", pid, sizeof pid);
-        int has_name = has_pid < 0 ? -1 : read_meta(x, "command_line", name, sizeof name);
+        char *pid = NULL, *name = NULL;
+        int has_pid = read_meta(x, "pid", &pid);
+        int has_name = has_pid < 0 ? -1 : read_meta(x, "command_line", &name);
+        x->procs = has_name < 0 ? NULL : calloc(1, sizeof *x->procs);
+        if (x->procs) {
+            x->nprocs = 1;
+            x->procs[0].id = 1;
+            char *end = NULL;
+            x->procs[0].pid = has_pid ? strtoll(pid, &end, 10) : 1;
+            if (has_pid && (end == pid || *end != '\0'))
+                x->procs[0].pid = 1; /* an unreadable pid only loses the label, not the export */
+            x->procs[0].name = sqlite3_mprintf("%s", has_name && *name ? name : "traced process");
+        }
+        sqlite3_free(pid);
+        sqlite3_free(name);
         if (has_name < 0)
             goto done;
-        x->procs = calloc(1, sizeof *x->procs);
-        if (!x->procs) {
+        if (!x->procs || !x->procs[0].name) {
             snprintf(x->err, x->errlen, "out of memory");
             goto done;
         }
-        x->nprocs = 1;
-        x->procs[0].id = 1;
-        char *end = NULL;
-        x->procs[0].pid = has_pid ? strtoll(pid, &end, 10) : 1;
-        if (has_pid && (end == pid || *end != '\0'))
-            x->procs[0].pid = 1; /* an unreadable pid only loses the label, not the export */
-        snprintf(x->procs[0].name, sizeof x->procs[0].name, "%s", has_name && *name ? name : "traced process");
     }
     sqlite3_finalize(st);
     st = NULL;
@@ -539,7 +574,7 @@ static int emit_names(struct export_ctx *x)
             snprintf(label, sizeof label, "stream 0x%llx%s", (unsigned long long)x->streams[i].stream,
                      x->streams[i].stream == 0 ? " (default)" : "");
         else
-            snprintf(label, sizeof label, "stream (not recorded)");
+            snprintf(label, sizeof label, "stream (default, or not recorded)"); /* the trace keeps 0 as NULL */
         long long tid = WS_CHROME_STREAM_TID + k++, pid = x->procs[process_index(x, x->streams[i].process)].pid;
         if (emit(x, metadata(pid, "thread_name", tid, "name", json_string(label))) != 0 ||
             emit(x, metadata(pid, "thread_sort_index", tid, "sort_index", json_integer(tid))) != 0)
@@ -571,19 +606,22 @@ struct cursor {
 static int emit_run(struct export_ctx *x, sqlite3_stmt *st)
 {
     long long start = int_of(st, 3), end = is_null(st, 4) ? x->t1_ns : int_of(st, 4);
-    char name[1200];
-    if (is_null(st, 1))
-        snprintf(name, sizeof name, "run %lld", int_of(st, 0));
-    else
-        snprintf(name, sizeof name, "run %lld: %s", int_of(st, 0), text_or(st, 1, ""));
+    char *name = is_null(st, 1) ? sqlite3_mprintf("run %lld", int_of(st, 0))
+                                : sqlite3_mprintf("run %lld: %s", int_of(st, 0), text_or(st, 1, ""));
+    if (!name) {
+        snprintf(x->err, x->errlen, "out of memory");
+        return -1;
+    }
     json_t *args = json_pack("{s:I, s:o, s:I}", "run", (json_int_t)int_of(st, 0), "shape_key", text_or_null(st, 1),
                              "thread", (json_int_t)int_of(st, 2));
     if (args && is_null(st, 4))
         json_object_set_new(args, "unclosed", json_true());
-    return emit(x, json_pack("{s:s, s:s, s:s, s:f, s:f, s:I, s:I, s:o}", "name", name, "cat", "run", "ph", "X", "ts",
-                             rel_us(x, start), "dur", (double)(end > start ? end - start : 0) / 1000.0, "pid",
-                             (json_int_t)pid_of_thread(x, int_of(st, 2)), "tid", (json_int_t)WS_CHROME_RUNS_TID, "args",
-                             args));
+    json_t *event =
+        json_pack("{s:s, s:s, s:s, s:f, s:f, s:I, s:I, s:o}", "name", name, "cat", "run", "ph", "X", "ts",
+                  rel_us(x, start), "dur", (double)(end > start ? end - start : 0) / 1000.0, "pid",
+                  (json_int_t)pid_of_thread(x, int_of(st, 2)), "tid", (json_int_t)WS_CHROME_RUNS_TID, "args", args);
+    sqlite3_free(name);
+    return emit(x, event);
 }
 
 enum {
@@ -769,13 +807,18 @@ static int emit_declaration(struct export_ctx *x, sqlite3_stmt *st)
 {
     long long level = int_of(st, 0);
     const char *node = text_or(st, 1, "?");
-    char name[1200];
-    snprintf(name, sizeof name, "%s workspace %s[%lld]", level == 1 ? "Level-1 estimate" : "Level-2 declaration", node,
-             int_of(st, 2));
+    char *name = sqlite3_mprintf("%s workspace %s[%lld]", level == 1 ? "Level-1 estimate" : "Level-2 declaration", node,
+                                 int_of(st, 2));
+    if (!name) {
+        snprintf(x->err, x->errlen, "out of memory");
+        return -1;
+    }
     json_t *args = json_pack("{s:I, s:s, s:I, s:I, s:I, s:o}", "level", (json_int_t)level, "node", node, "slot",
                              (json_int_t)int_of(st, 2), "bytes", (json_int_t)int_of(st, 3), "alignment",
                              (json_int_t)int_of(st, 4), "run", int_or_null(st, 5));
-    return emit(x, instant(x, name, "declaration", int_of(st, 7), int_of(st, 6), args));
+    json_t *event = instant(x, name, "declaration", int_of(st, 7), int_of(st, 6), args);
+    sqlite3_free(name);
+    return emit(x, event);
 }
 
 static int emit_api_error(struct export_ctx *x, sqlite3_stmt *st)
@@ -969,8 +1012,11 @@ int ws_chrome_export(sqlite3 *db, const char *trace, FILE *out, const struct ws_
         ws_analysis_free(&x.an);
     free(x.devices);
     free(x.streams);
+    for (size_t i = 0; i < x.nprocs; i++)
+        sqlite3_free(x.procs[i].name);
     free(x.procs);
     free(x.threads);
     free(x.buf);
+    json_safe_release();
     return rc;
 }

@@ -5,8 +5,12 @@
  * analyzer/partition/; this file parses options and prints.
  */
 #include <getopt.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "analysis.h"
 #include "cli.h"
@@ -315,22 +319,59 @@ static int compute(const struct partition_options *o, struct partition_work *w, 
 
 /* ---- warnings ---- */
 
-static size_t warnings(const struct partition_work *w, int print)
+/*
+ * The warnings, one line per rule pattern that matches no node, one for the nodes in conflict,
+ * one for text after ')'; returns their count.  They go on stderr (WARN_STDERR, after the
+ * report, for whoever runs the command) and into the text report (WARN_REPORT, for whoever reads
+ * it later), but never twice on one stream: when standard output and error are the same file
+ * (a terminal, `2>&1`), the report's lines are the only ones (warnings_on_stderr).
+ */
+enum { WARN_STDERR = 1, WARN_REPORT = 2 };
+
+static void warn(int where, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void warn(int where, const char *fmt, ...)
+{
+    va_list ap, again;
+    va_start(ap, fmt);
+    va_copy(again, ap);
+    int n = vsnprintf(NULL, 0, fmt, ap); /* the line whole, however long the names */
+    va_end(ap);
+    char *line = n >= 0 ? malloc((size_t)n + 1) : NULL;
+    if (line)
+        vsnprintf(line, (size_t)n + 1, fmt, again);
+    va_end(again);
+    if (where & WARN_STDERR)
+        ws_error("warning: %s", line ? line : "(out of memory)");
+    if (where & WARN_REPORT)
+        printf("warning: %s\n", line ? line : "(out of memory)");
+    free(line);
+}
+
+static size_t warnings(const struct partition_work *w, int where)
 {
     size_t n = 0;
     if (!w->have_rules)
         return 0;
     for (size_t i = 0; i < w->rules.n; i++)
-        if (w->cov.rules[i].verdict == WS_RULE_NO_MATCH && ++n && print)
-            ws_error("warning: rule pattern '%s' (%s) matches no node: ONNX Runtime ignores it without a word",
-                     w->rules.v[i].pattern, w->rules.v[i].device);
-    if (w->cov.nconflicts && print)
-        ws_error("warning: %zu nodes are matched by patterns of two devices (first: %s)", w->cov.nconflicts,
-                 w->model.nodes[w->cov.conflicts[0].node].name);
-    n += w->cov.nconflicts > 0;
-    if (w->rules.ignored && ++n && print)
-        ws_error("warning: text after ')' is ignored by ONNX Runtime: '%s'", w->rules.ignored);
+        if (w->cov.rules[i].verdict == WS_RULE_NO_MATCH && ++n)
+            warn(where, "rule pattern '%s' (%s) matches no node: ONNX Runtime ignores it without a word",
+                 w->rules.v[i].pattern, w->rules.v[i].device);
+    if (w->cov.nconflicts && ++n)
+        warn(where, "%zu nodes are matched by patterns of two devices (first: %s)", w->cov.nconflicts,
+             w->model.nodes[w->cov.conflicts[0].node].name);
+    if (w->rules.ignored && ++n)
+        warn(where, "text after ')' is ignored by ONNX Runtime: '%s'", w->rules.ignored);
     return n;
+}
+
+/* 0 when the text report on standard output already showed the warnings to the same file that
+ * standard error writes to. */
+static int warnings_on_stderr(const struct partition_options *o)
+{
+    struct stat out, err;
+    if (o->json || fstat(STDOUT_FILENO, &out) != 0 || fstat(STDERR_FILENO, &err) != 0)
+        return 1;
+    return !(out.st_dev == err.st_dev && out.st_ino == err.st_ino);
 }
 
 /* ---- text ---- */
@@ -475,10 +516,7 @@ static void print_rules(const struct partition_work *w)
     }
     ws_table_print(&t, stdout);
     ws_table_free(&t);
-    for (size_t i = 0; i < w->rules.n; i++)
-        if (w->cov.rules[i].verdict == WS_RULE_NO_MATCH)
-            printf("warning: pattern '%s' (%s) matches no node: ONNX Runtime ignores it without a word\n",
-                   w->rules.v[i].pattern, w->rules.v[i].device);
+    warnings(w, WARN_REPORT);
     if (w->cov.nunmatched) {
         printf("%zu nodes are matched by no rule (ONNX Runtime places them as without rules):", w->cov.nunmatched);
         print_names(&w->model, w->cov.unmatched, w->cov.nunmatched);
@@ -660,8 +698,10 @@ int cmd_partition(int argc, char **argv)
         snprintf(err, sizeof err, "cannot print the partition");
         goto fail;
     }
-    /* the report is out; the warnings follow on stderr, one line each */
-    rc = warnings(&w, 1) > 0 && o.strict ? WS_EXIT_FINDINGS : WS_EXIT_OK;
+    /* the report is out; the warnings follow on stderr, one line each, unless the report showed
+     * them on that very stream */
+    fflush(stdout);
+    rc = warnings(&w, warnings_on_stderr(&o) ? WARN_STDERR : 0) > 0 && o.strict ? WS_EXIT_FINDINGS : WS_EXIT_OK;
     work_free(&w);
     return rc;
 fail:

@@ -19,8 +19,6 @@
 #include "spool_files.h"
 #include "tracedb.h"
 
-#define MAX_COLS 64
-
 struct input_clock {
     char clock[80];        /* boot id of the input's timeline; "" when unknown */
     int64_t unix_ns, mono; /* the earliest process start: wall clock and its own timeline */
@@ -154,11 +152,22 @@ static size_t align_clocks(struct input_clock *c, size_t n)
 
 /* ---- renumbering ---- */
 
+/* The renumbered tables (an INTEGER PRIMARY KEY) of the output and the largest id of each
+ * before the input: as many as the schema has, none left out. */
 struct offsets {
-    char table[48][64];
-    int64_t value[48];
-    size_t n;
+    char **table; /* sqlite3_mprintf */
+    int64_t *value;
+    size_t n, cap;
 };
+
+static void offsets_free(struct offsets *o)
+{
+    for (size_t i = 0; i < o->n; i++)
+        sqlite3_free(o->table[i]);
+    free(o->table);
+    free(o->value);
+    memset(o, 0, sizeof *o);
+}
 
 static int64_t *offset_of(struct offsets *o, const char *table)
 {
@@ -168,12 +177,10 @@ static int64_t *offset_of(struct offsets *o, const char *table)
     return NULL;
 }
 
-/* The tables of the output, and for each with an INTEGER PRIMARY KEY the largest id so far. */
 static int compute_offsets(struct merger *m, struct offsets *o)
 {
     sqlite3_stmt *st = NULL;
     int step;
-    o->n = 0;
     if (sqlite3_prepare_v2(m->db,
                            "SELECT m.name, p.name FROM main.sqlite_master m, pragma_table_info(m.name, 'main') p"
                            " WHERE m.type = 'table' AND m.name NOT LIKE 'sqlite%' AND p.pk = 1"
@@ -181,16 +188,36 @@ static int compute_offsets(struct merger *m, struct offsets *o)
                            " AND (SELECT COUNT(*) FROM pragma_table_info(m.name, 'main') q WHERE q.pk > 0) = 1",
                            -1, &st, NULL) != SQLITE_OK)
         return mfail(m, "cannot read the schema");
-    while ((step = sqlite3_step(st)) == SQLITE_ROW && o->n < 48) {
-        char sql[256];
-        snprintf(o->table[o->n], sizeof o->table[0], "%s", (const char *)sqlite3_column_text(st, 0));
-        snprintf(sql, sizeof sql, "SELECT MAX(\"%s\") FROM main.\"%s\"", (const char *)sqlite3_column_text(st, 1),
-                 o->table[o->n]);
-        o->value[o->n] = query_int(m, sql, 0);
-        o->n++;
+    while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+        if (o->n == o->cap) {
+            size_t cap = o->cap ? 2 * o->cap : 64;
+            char **t = realloc(o->table, cap * sizeof *t);
+            if (t)
+                o->table = t;
+            int64_t *v = t ? realloc(o->value, cap * sizeof *v) : NULL;
+            if (!v) {
+                sqlite3_finalize(st);
+                snprintf(m->err, m->errlen, "out of memory");
+                return -1;
+            }
+            o->value = v;
+            o->cap = cap;
+        }
+        char *sql = sqlite3_mprintf("SELECT MAX(\"%w\") FROM main.\"%w\"", (const char *)sqlite3_column_text(st, 1),
+                                    (const char *)sqlite3_column_text(st, 0));
+        o->table[o->n] = sqlite3_mprintf("%s", (const char *)sqlite3_column_text(st, 0));
+        if (!sql || !o->table[o->n]) {
+            sqlite3_free(sql);
+            sqlite3_free(o->table[o->n]);
+            sqlite3_finalize(st);
+            snprintf(m->err, m->errlen, "out of memory");
+            return -1;
+        }
+        o->value[o->n++] = query_int(m, sql, 0);
+        sqlite3_free(sql);
     }
     sqlite3_finalize(st);
-    return step == SQLITE_DONE || step == SQLITE_ROW ? 0 : mfail(m, "cannot read the schema");
+    return step == SQLITE_DONE ? 0 : mfail(m, "cannot read the schema");
 }
 
 static int map_strings(struct merger *m)
@@ -371,7 +398,7 @@ static int copy_table(struct merger *m, const char *table, struct offsets *o, in
     while ((step = sqlite3_step(cols)) == SQLITE_ROW) {
         const char *c = (const char *)sqlite3_column_text(cols, 0);
         int pk = sqlite3_column_int(cols, 1);
-        char ref[64];
+        char ref[256];
         int have = src_has_column(m, table, c);
         if (!have && strcmp(c, "process_id") != 0)
             continue; /* the output's default applies */
@@ -443,32 +470,55 @@ static int is_special(const char *table)
     return 0;
 }
 
-/* Tables in an order that keeps referenced tables before the ones that point at them. */
+/* Every table that the output and the input both have (none left out, whatever the schema
+ * holds), in an order that keeps referenced tables before the ones that point at them. */
 static int copy_tables(struct merger *m, struct offsets *o, int64_t clock_off, int64_t process)
 {
     sqlite3_stmt *st = NULL;
-    char names[64][64];
-    size_t n = 0;
-    int step;
+    char **names = NULL;
+    size_t n = 0, cap = 0;
+    int step, rc = -1;
     if (sqlite3_prepare_v2(m->db,
                            "SELECT name FROM main.sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite%'"
                            " AND name IN (SELECT name FROM src.sqlite_master WHERE type = 'table') ORDER BY rowid",
                            -1, &st, NULL) != SQLITE_OK)
         return mfail(m, "cannot read the schema");
-    while ((step = sqlite3_step(st)) == SQLITE_ROW && n < 64)
-        snprintf(names[n++], sizeof names[0], "%s", (const char *)sqlite3_column_text(st, 0));
+    while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+        if (n == cap) {
+            cap = cap ? 2 * cap : 64;
+            char **grown = realloc(names, cap * sizeof *names);
+            if (!grown)
+                goto oom;
+            names = grown;
+        }
+        if (!(names[n] = sqlite3_mprintf("%s", (const char *)sqlite3_column_text(st, 0))))
+            goto oom;
+        n++;
+    }
     sqlite3_finalize(st);
-    if (step != SQLITE_DONE && step != SQLITE_ROW)
-        return mfail(m, "cannot read the schema");
+    st = NULL;
+    if (step != SQLITE_DONE) {
+        mfail(m, "cannot read the schema");
+        goto out;
+    }
+    rc = 0;
+    for (size_t i = 0; i < n && rc == 0; i++)
+        if (!is_special(names[i]))
+            rc = copy_table(m, names[i], o, clock_off, process);
+    goto out;
+oom:
+    snprintf(m->err, m->errlen, "out of memory");
+out:
+    sqlite3_finalize(st);
     for (size_t i = 0; i < n; i++)
-        if (!is_special(names[i]) && copy_table(m, names[i], o, clock_off, process) != 0)
-            return -1;
-    return 0;
+        sqlite3_free(names[i]);
+    free(names);
+    return rc;
 }
 
 static int merge_one(struct merger *m, const char *path, const struct input_clock *clock)
 {
-    struct offsets o;
+    struct offsets o = {0};
     sqlite3_stmt *st = NULL;
     int attached = 0, rc = -1;
     if (sqlite3_prepare_v2(m->db, "ATTACH DATABASE ?1 AS src", -1, &st, NULL) != SQLITE_OK ||
@@ -489,6 +539,7 @@ static int merge_one(struct merger *m, const char *path, const struct input_cloc
     m->st->processes += count;
     rc = exec(m, "COMMIT");
 out:
+    offsets_free(&o);
     if (rc != 0)
         exec(m, "ROLLBACK");
     if (attached)

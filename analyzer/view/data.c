@@ -511,6 +511,14 @@ static void put_header(const struct view_model *m, FILE *out)
         put_string(out, m->an.nodes[i].name);
     }
     fputc(']', out);
+    put_key(out, "allocation_names", &first);
+    fputc('[', out);
+    for (size_t i = 0; i < m->nnames; i++) {
+        fprintf(out, "%s[%lld,", i ? "," : "", (long long)m->names[i].allocation_id);
+        put_string(out, m->names[i].name);
+        fputc(']', out);
+    }
+    fputc(']', out);
     put_key(out, "layers", &first);
     put_names(out, m->layers, m->nlayers);
     put_key(out, "apis", &first);

@@ -441,6 +441,87 @@ done:
     return rc;
 }
 
+/*
+ * Names given to allocations (NVTX memory naming, table allocation_names), read as `wstrace
+ * partition` reads them (docs/partition.md): a name that is a node's puts the allocation under
+ * that node, with that node's layer (weights allocated at session start, outside every node,
+ * named after the node that reads them); a name holding a layer's name puts it in that layer,
+ * outside every node.  Every named allocation keeps its name for the page.  allocs are still in
+ * id order here.
+ */
+static int read_names(struct view_model *m, const int32_t *range_layer, char *err, size_t errlen)
+{
+    if (!view_table_exists(m->db, "allocation_names"))
+        return 0; /* a trace of schema version 1 */
+    int32_t *node_layer = malloc((m->an.nnodes + 1) * sizeof *node_layer);
+    if (!node_layer)
+        return oom(m, err, errlen);
+    for (size_t i = 0; i < m->an.nnodes; i++)
+        node_layer[i] = -1;
+    for (size_t k = 0; k < m->an.nranges; k++) /* a node's layer: that of its first range */
+        if (m->an.ranges[k].node >= 0 && node_layer[m->an.ranges[k].node] < 0)
+            node_layer[m->an.ranges[k].node] = range_layer[k];
+    sqlite3_stmt *st = NULL;
+    int rc = -1, step;
+    size_t cap = 0;
+    if (sqlite3_prepare_v2(m->db,
+                           "SELECT n.allocation_id, s.value FROM allocation_names n JOIN strings s ON s.id = n.name_id"
+                           " ORDER BY n.allocation_id, n.rowid",
+                           -1, &st, NULL) != SQLITE_OK) {
+        rc = fail(m, err, errlen, "reading allocation names");
+        goto done;
+    }
+    while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+        int32_t a = by_id_in(m->allocs, m->nallocs, sizeof *m->allocs, sqlite3_column_int64(st, 0));
+        const char *name = text(st, 1, NULL);
+        if (a < 0 || !name)
+            continue; /* an allocation the page does not draw */
+        if (m->nnames > 0 && m->names[m->nnames - 1].allocation_id == m->allocs[a].id) {
+            char *later = strdup(name); /* named again: the last name holds */
+            if (!later) {
+                oom(m, err, errlen);
+                goto done;
+            }
+            free(m->names[m->nnames - 1].name);
+            m->names[m->nnames - 1].name = later;
+        } else {
+            if (m->nnames == cap) {
+                cap = cap ? 2 * cap : 256;
+                struct view_name *grown = realloc(m->names, cap * sizeof *grown);
+                if (!grown) {
+                    oom(m, err, errlen);
+                    goto done;
+                }
+                m->names = grown;
+            }
+            if (!(m->names[m->nnames].name = strdup(name))) {
+                oom(m, err, errlen);
+                goto done;
+            }
+            m->names[m->nnames++].allocation_id = m->allocs[a].id;
+        }
+        struct view_alloc *va = &m->allocs[a];
+        int32_t node = ws_analysis_node_by_name(&m->an, name);
+        size_t n = node >= 0 ? 0 : layer_prefix(name);
+        if (node >= 0) {
+            va->node = node;
+            va->layer = node_layer[node];
+        } else if (n > 0) {
+            for (size_t l = 0; l < m->nlayers; l++)
+                if (strlen(m->layers[l]) == n && strncmp(m->layers[l], name, n) == 0) {
+                    va->node = -1;
+                    va->layer = (int32_t)l;
+                    break;
+                }
+        }
+    }
+    rc = step == SQLITE_DONE ? 0 : fail(m, err, errlen, "reading allocation names");
+done:
+    sqlite3_finalize(st);
+    free(node_layer);
+    return rc;
+}
+
 struct span {
     uint64_t lo, hi;
 };
@@ -782,7 +863,8 @@ int view_model_load(struct view_model *m, sqlite3 *db, const char *trace, char *
             goto out;
         m->have_analysis = 1;
         if (read_layers(m, &range_layer, err, errlen) != 0 || read_allocations(m, range_layer, err, errlen) != 0 ||
-            compact_addresses(m, err, errlen) != 0 || read_shapes(m, err, errlen) != 0)
+            read_names(m, range_layer, err, errlen) != 0 || compact_addresses(m, err, errlen) != 0 ||
+            read_shapes(m, err, errlen) != 0)
             goto out;
     }
     /* From here on by time; by_id finds an allocation by its id (for the plans' blocks). */
@@ -852,5 +934,8 @@ void view_model_free(struct view_model *m)
     for (size_t i = 0; i < m->nprocesses; i++)
         free(m->process_names[i]);
     free(m->process_names);
+    for (size_t i = 0; i < m->nnames; i++)
+        free(m->names[i].name);
+    free(m->names);
     memset(m, 0, sizeof *m);
 }

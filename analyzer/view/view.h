@@ -51,6 +51,11 @@ struct view_alloc {
     uint8_t region; /* a region inside another allocation: drawn, not counted in live bytes */
 };
 
+struct view_name { /* a name given to an allocation (table allocation_names) */
+    int64_t allocation_id;
+    char *name;
+};
+
 struct view_segment { /* a stretch of addresses in use, drawn without the gaps around it */
     uint64_t lo, len, ybase;
 };
@@ -117,6 +122,8 @@ struct view_model {
     size_t nmeta;
     char **process_names; /* by processes.id - 1 when the trace has processes, else NULL */
     size_t nprocesses;
+    struct view_name *names; /* the names of the allocations drawn, in allocation id order */
+    size_t nnames;
 };
 
 int view_model_load(struct view_model *m, sqlite3 *db, const char *trace, char *err, size_t errlen);

@@ -479,10 +479,13 @@
     }
     return null;
   }
+  const allocationNames = new Map((D.allocation_names || []).map((e) => [e[0], e[1]]));
   function describe(r, i) {
     const dev = D.devices[r.dev[i]];
+    const named = allocationNames.get(r.id[i]);
     const lines = [
       nodeName(r.node[i]),
+      ...(named !== undefined ? ['named: ' + named] : []),
       'size: ' + exact(r.bytes[i]) + ' · ' + D.classes[r.cls[i]] + (r.region[i] ? ' · a region of an NVTX heap' : ''),
       'API: ' + (D.apis[r.api[i]] || '?') + ' · device ' + dev.device,
       'layer: ' + layerName(r.layer[i]),

@@ -239,6 +239,25 @@ static cudaError_t launch_result(CUresult rc)
         need_context();                                                                                                \
     } while (0)
 
+/* ---- devices ---- */
+
+/* Since CUDA 12.0 cudaSetDevice initialises the runtime on the device's primary context at once,
+ * so that the context is current afterwards (programs that mix the APIs call cuCtxGetDevice
+ * right after it): the runtime's own cudaSetDevice, then the primary context. */
+cudaError_t cudaSetDevice(int device)
+{
+    const struct wssim_export_table *t = driver();
+    if (!t)
+        return fail(cudaErrorInsufficientDriver);
+    const struct wssim_runtime_entry *e = bsearch("cudaSetDevice", t->entries, t->count, sizeof *e, entry_compare);
+    if (!e)
+        return fail(cudaErrorInsufficientDriver);
+    cudaError_t err = ((cudaError_t(*)(int))e->fn)(device);
+    if (err == cudaSuccess)
+        need_context();
+    return err;
+}
+
 /* ---- allocation: the runtime answers zero-byte requests itself, the driver refuses them ---- */
 
 cudaError_t cudaMalloc(void **devPtr, size_t size)

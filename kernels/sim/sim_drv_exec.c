@@ -343,12 +343,27 @@ CUresult cuStreamWaitEvent(CUstream hStream, CUevent hEvent, unsigned int Flags)
 }
 CUresult cuStreamGetFlags(CUstream hStream, unsigned int *flags) { return DRV(cudaStreamGetFlags(hStream, flags)); }
 CUresult cuStreamGetPriority(CUstream hStream, int *priority) { return DRV(cudaStreamGetPriority(hStream, priority)); }
+CUresult cuCtxResetPersistingL2Cache(void) { return DRV(cudaCtxResetPersistingL2Cache()); }
+/* CUstreamAttrValue is cudaStreamAttrValue under another name (the launch attribute value unions
+ * share their layout and attribute numbers). */
+CUresult cuStreamSetAttribute(CUstream hStream, CUstreamAttrID attr, const CUstreamAttrValue *value)
+{
+    return DRV(cudaStreamSetAttribute(hStream, (cudaStreamAttrID)attr, (const cudaStreamAttrValue *)value));
+}
+CUresult cuStreamGetAttribute(CUstream hStream, CUstreamAttrID attr, CUstreamAttrValue *value)
+{
+    return DRV(cudaStreamGetAttribute(hStream, (cudaStreamAttrID)attr, (cudaStreamAttrValue *)value));
+}
+CUresult cuStreamCopyAttributes(CUstream dst, CUstream src) { return DRV(cudaStreamCopyAttributes(dst, src)); }
 
 DRV_ALIAS(cuStreamSynchronize_ptsz, cuStreamSynchronize);
 DRV_ALIAS(cuStreamQuery_ptsz, cuStreamQuery);
 DRV_ALIAS(cuStreamWaitEvent_ptsz, cuStreamWaitEvent);
 DRV_ALIAS(cuStreamGetFlags_ptsz, cuStreamGetFlags);
 DRV_ALIAS(cuStreamGetPriority_ptsz, cuStreamGetPriority);
+DRV_ALIAS(cuStreamSetAttribute_ptsz, cuStreamSetAttribute);
+DRV_ALIAS(cuStreamGetAttribute_ptsz, cuStreamGetAttribute);
+DRV_ALIAS(cuStreamCopyAttributes_ptsz, cuStreamCopyAttributes);
 
 CUresult cuEventCreate(CUevent *phEvent, unsigned int Flags) { return DRV(cudaEventCreateWithFlags(phEvent, Flags)); }
 CUresult cuEventDestroy(CUevent hEvent) { return DRV(cudaEventDestroy(hEvent)); }

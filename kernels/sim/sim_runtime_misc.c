@@ -137,6 +137,10 @@ cudaError_t cudaDeviceGetLimit(size_t *pValue, enum cudaLimit limit)
     return cudaSuccess;
 }
 
+/* Persisting lines of the L2 cache (access policy windows) back to normal: there is no cache to
+ * reset, so it succeeds, as on a GPU without persisting lines. */
+cudaError_t cudaCtxResetPersistingL2Cache(void) { return cudaSuccess; }
+
 static int cache_config = cudaFuncCachePreferNone;
 
 cudaError_t cudaDeviceSetCacheConfig(enum cudaFuncCache cacheConfig)

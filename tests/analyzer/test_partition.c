@@ -4,9 +4,11 @@
  * input.  Every expected figure is derived by hand in the comments from the rows the test inserts.
  */
 #include <criterion/criterion.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "analysis.h"
 #include "commands.h"
@@ -402,6 +404,62 @@ Test(partition, stale_rule_warns_and_fails_under_strict)
     cr_expect_eq(run_partition(6, trace, "--budget", "12421", "--rules", RULES, "--strict"), WS_EXIT_FINDINGS);
     cr_expect_eq(run_partition(6, trace, "--budget", "12421", "--rules", "gpu(layers.,embed,head,init)", "--strict"),
                  0);
+}
+
+/* Occurrences of needle in text. */
+static int occurrences(const char *text, const char *needle)
+{
+    int n = 0;
+    for (const char *p = text; (p = strstr(p, needle)) != NULL; p += strlen(needle))
+        n++;
+    return n;
+}
+
+/* The rules' warnings (one stale pattern, one conflict, text after ')') reach each reader once:
+ * with the report in a file, once in it and once on stderr; with standard output and error on
+ * one file (a terminal, `2>&1`), once in all. */
+Test(partition, each_warning_once_per_stream)
+{
+    make_trace();
+    static const char *const warned[] = {"pattern 'model.layers.' (cpu) matches no node",
+                                         "1 nodes are matched by patterns of two devices",
+                                         "text after ')' is ignored by ONNX Runtime: ' tail'"};
+    char rules[256];
+    snprintf(rules, sizeof rules, "%s tail", RULES);
+    cr_assert_eq(run_partition(5, trace, "--budget", "12421", "--rules", rules), 0);
+    char *err = tb_read_file(err_path), *out = tb_read_file(out_path);
+    for (size_t i = 0; i < 3; i++) {
+        cr_expect_eq(occurrences(err, warned[i]), 1, "stderr, %s:\n%s", warned[i], err);
+        cr_expect_eq(occurrences(out, warned[i]), 1, "report, %s:\n%s", warned[i], out);
+    }
+    free(err), free(out);
+
+    char both[600];
+    tb_temp_path("both.txt", both, sizeof both);
+    fflush(stdout);
+    fflush(stderr);
+    int saved_out = dup(1), saved_err = dup(2), fd = open(both, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    cr_assert(fd >= 0 && saved_out >= 0 && saved_err >= 0);
+    dup2(fd, 1);
+    dup2(fd, 2);
+    char *argv[] = {"partition", trace, "--budget", "12421", "--rules", rules, NULL};
+    int rc = cmd_partition(6, argv);
+    fflush(stdout);
+    fflush(stderr);
+    dup2(saved_out, 1);
+    dup2(saved_err, 2);
+    close(fd), close(saved_out), close(saved_err);
+    cr_expect_eq(rc, 0);
+    char *text = tb_read_file(both);
+    for (size_t i = 0; i < 3; i++)
+        cr_expect_eq(occurrences(text, warned[i]), 1, "one stream, %s:\n%s", warned[i], text);
+    free(text);
+    /* JSON has no warning lines: they stay on stderr */
+    cr_assert_eq(run_partition(6, trace, "--budget", "12421", "--rules", rules, "--json"), 0);
+    err = tb_read_file(err_path);
+    for (size_t i = 0; i < 3; i++)
+        cr_expect_eq(occurrences(err, warned[i]), 1, "stderr beside JSON, %s:\n%s", warned[i], err);
+    free(err);
 }
 
 Test(partition, result_tables)

@@ -350,3 +350,141 @@ Test(driver, the_api_layers_view_names_every_layer)
     sqlite3_close(db);
     tu_result_free(&r);
 }
+
+/* wstrace merge keeps every table of every driver trace (virtual memory mappings and
+ * reservations, arrays, pools, graphs), each row with its own process: the merged trace holds
+ * the sum of its inputs' rows, and each input's mappings are the ones its program made. */
+Test(driver, a_merge_keeps_every_table_of_every_process)
+{
+    static const char *const scenarios[] = {"vmm", "vmm_refs", "arrays", "graph", "direct"};
+    enum { N = sizeof scenarios / sizeof scenarios[0] };
+    char in[N][512], merged[512];
+    long long maps[N] = {0};
+    for (int i = 0; i < N; i++) {
+        struct tu_result r;
+        sqlite3_close(traced(&r, SIM_PATH, PROG("driver_prog"), scenarios[i]));
+        if (strstr(r.out, "maps="))
+            maps[i] = tu_kv(r.out, "maps");
+        tu_result_free(&r);
+        tu_path(in[i], sizeof in[i], scenarios[i]);
+        strncat(in[i], ".db", sizeof in[i] - strlen(in[i]) - 1);
+    }
+    cr_assert_eq(maps[0], 3, "driver_prog vmm maps three chunks");
+    cr_assert_eq(maps[1], 2, "driver_prog vmm_refs maps two");
+    tu_path(merged, sizeof merged, "merged.db");
+    struct tu_result mr;
+    const char *argv[] = {TU_WSTRACE, "merge", "-o", merged, in[0], in[1], in[2], in[3], in[4], NULL};
+    tu_run(&mr, NULL, argv);
+    cr_assert(mr.exited && mr.code == 0, "wstrace merge failed:\n%s%s", mr.out, mr.err);
+    tu_result_free(&mr);
+    sqlite3 *db = tu_open(merged), *part[N];
+    for (int i = 0; i < N; i++)
+        part[i] = tu_open(in[i]);
+    sqlite3_stmt *st = NULL;
+    cr_assert_eq(sqlite3_prepare_v2(db,
+                                    "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT IN ('meta',"
+                                    " 'strings', 'domains', 'categories', 'processes', 'process_meta')",
+                                    -1, &st, NULL),
+                 SQLITE_OK);
+    int tables = 0, vmm_tables = 0;
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        const char *t = (const char *)sqlite3_column_text(st, 0);
+        int64_t sum = 0;
+        for (int i = 0; i < N; i++)
+            sum += tu_int(part[i], "SELECT COUNT(*) FROM \"%s\"", t);
+        cr_expect_eq(tu_int(db, "SELECT COUNT(*) FROM \"%s\"", t), sum, "table %s", t);
+        tables++;
+        vmm_tables += !strcmp(t, "vmm_mappings") || !strcmp(t, "vmm_reservations");
+    }
+    sqlite3_finalize(st);
+    cr_expect_eq(vmm_tables, 2);
+    cr_expect_geq(tables, 30);
+    cr_expect_eq(tu_int(db, "SELECT COUNT(*) FROM processes"), N);
+    /* processes come in the order of the inputs: each one's mappings are its own program's */
+    for (int i = 0; i < N; i++)
+        cr_expect_eq(tu_int(db,
+                            "SELECT COUNT(*) FROM vmm_mappings m JOIN threads t ON t.id = m.thread_id"
+                            " WHERE t.process_id = %d",
+                            i + 1),
+                     maps[i], "%s", scenarios[i]);
+    /* every mapping's physical memory (NULL for the imported one), unmapping thread and range
+     * are of its own process */
+    int64_t with_memory = 0;
+    for (int i = 0; i < N; i++)
+        with_memory += tu_int(part[i], "SELECT COUNT(*) FROM vmm_mappings WHERE allocation_id IS NOT NULL");
+    cr_expect_eq(with_memory, maps[0] + maps[1] - 1, "the imported mapping has no physical memory of its own");
+    cr_expect_eq(tu_int(db, "SELECT COUNT(*) FROM vmm_mappings m JOIN threads t ON t.id = m.thread_id"
+                            " JOIN allocations a ON a.id = m.allocation_id JOIN threads u ON u.id = a.thread_id"
+                            " WHERE t.process_id = u.process_id AND a.address = m.handle"),
+                 with_memory);
+    cr_expect_eq(tu_int(db, "SELECT COUNT(*) FROM vmm_mappings m JOIN threads t ON t.id = m.thread_id"
+                            " LEFT JOIN threads v ON v.id = m.unmap_thread_id LEFT JOIN ranges r ON r.id = m.range_id"
+                            " LEFT JOIN threads w ON w.id = r.thread_id"
+                            " WHERE v.process_id <> t.process_id OR w.process_id <> t.process_id"),
+                 0);
+    cr_expect_eq(tu_int(db, "SELECT COUNT(*) FROM vmm_reservations r JOIN threads t ON t.id = r.thread_id"
+                            " WHERE t.process_id IN (1, 2) AND r.free_ns IS NOT NULL"),
+                 2);
+    /* arrays and pools keep their allocations */
+    cr_expect_eq(tu_int(db, "SELECT COUNT(*) FROM array_allocations x JOIN allocations a ON a.id = x.allocation_id"
+                            " JOIN threads t ON t.id = a.thread_id WHERE t.process_id = 3"),
+                 tu_int(part[2], "SELECT COUNT(*) FROM array_allocations"));
+    cr_expect_eq(tu_int(db, "SELECT COUNT(*) FROM pool_allocations p JOIN memory_pools q ON q.id = p.pool_id"
+                            " JOIN allocations a ON a.id = p.allocation_id JOIN threads t ON t.id = a.thread_id"
+                            " JOIN threads u ON u.id = q.thread_id WHERE t.process_id <> u.process_id"),
+                 0);
+    for (int i = 0; i < N; i++)
+        sqlite3_close(part[i]);
+    sqlite3_close(db);
+}
+
+/* Streams made and destroyed one after another by worker threads (as programs that overlap work
+ * per thread do) stay apart in the trace: each worker's launches carry its own stream, the
+ * handle it printed, and no other worker's; cudaSetDevice leaves a context current; the stream
+ * attributes and the L2 reset they call succeed; the program's exit status and output are
+ * unchanged under the tracer.  The Chrome export then draws one kernel track per stream. */
+Test(driver, streams_destroyed_and_made_again_stay_apart)
+{
+    struct tu_result plain, r;
+    const char *env[] = {SIM_PATH, NULL};
+    const char *argv[] = {PROG("driver_streams_prog"), NULL};
+    tu_run(&plain, env, argv);
+    cr_assert(plain.exited && plain.code == 0, "untraced: %d\n%s%s", plain.code, plain.out, plain.err);
+    sqlite3 *db = traced(&r, SIM_PATH, PROG("driver_streams_prog"), NULL);
+    long long workers = tu_kv(r.out, "workers"), per = tu_kv(r.out, "launches_per_worker");
+    cr_assert_eq(workers, 6);
+    cr_expect_eq(tu_kv(r.out, "context_after_set_device"), 1);
+    cr_expect_eq(tu_lines(r.out), tu_lines(plain.out), "the output is unchanged");
+    for (long long i = 0; i < workers; i++) {
+        char key[32];
+        snprintf(key, sizeof key, "stream%lld", i);
+        long long stream = tu_kv(r.out, key);
+        cr_expect_eq(tu_int(db, "SELECT COUNT(*) FROM launches WHERE stream = %lld AND status = 0", stream), per,
+                     "worker %lld's stream", i);
+        cr_expect_eq(tu_int(db, "SELECT COUNT(DISTINCT thread_id) FROM launches WHERE stream = %lld", stream), 1,
+                     "worker %lld's stream is launched on by one thread only", i);
+    }
+    cr_expect_eq(tu_int(db, "SELECT COUNT(DISTINCT stream) FROM launches WHERE stream IS NOT NULL"), workers + 2);
+    cr_expect_eq(tu_int(db, "SELECT COUNT(*) FROM launches WHERE status = 0"),
+                 workers * per + tu_kv(r.out, "priority_launches"));
+    cr_expect_eq(allocs_of(db, "cudaMalloc"), tu_kv(r.out, "mallocs"));
+    cr_expect_eq(frees_of(db, "cudaFree"), tu_kv(r.out, "mallocs"));
+    sqlite3_close(db);
+    char trace[512], json[512];
+    tu_path(trace, sizeof trace, "trace.db");
+    tu_path(json, sizeof json, "trace.json");
+    struct tu_result e;
+    const char *exp[] = {TU_WSTRACE, "export", trace, "--format", "chrome", "-o", json, NULL};
+    tu_run(&e, NULL, exp);
+    cr_assert(e.exited && e.code == 0, "export: %s", e.err);
+    size_t len = 0;
+    char *text = tu_read_file(json, &len);
+    int tracks = 0;
+    for (const char *p = text; (p = strstr(p, "\"name\":\"stream 0x")) != NULL; p++)
+        tracks++;
+    cr_expect_eq(tracks, workers + 2, "one kernel track per stream");
+    free(text);
+    tu_result_free(&e);
+    tu_result_free(&r);
+    tu_result_free(&plain);
+}

@@ -359,13 +359,14 @@ Test(chrome, kernels_on_one_track_per_stream)
     const char *out = in_dir("out.json");
     export_to(make_trace(), out);
     json_t *events = check_document(out, &c);
-    /* streams in order: not recorded, 0, 0x1000 -> tracks 1000001, 1000002, 1000003 */
+    /* streams in order: NULL (the tracer's default stream, schema/README.md), 0 (an imported
+     * trace's), 0x1000 -> tracks 1000001, 1000002, 1000003 */
     static const struct {
         long long tid;
         const char *name;
         int kernels;
     } want[] = {
-        {1000001, "stream (not recorded)", 1}, {1000002, "stream 0x0 (default)", 1}, {1000003, "stream 0x1000", 1}};
+        {1000001, "stream (default, or not recorded)", 1}, {1000002, "stream 0x0 (default)", 1}, {1000003, "stream 0x1000", 1}};
     for (size_t k = 0; k < 3; k++) {
         int named = 0, kernels = 0;
         size_t i;
@@ -588,4 +589,94 @@ Test(chrome, one_pid_per_process)
         cr_expect_eq(k, tracks[t].n, "pid %lld: %zu values", tracks[t].pid, k);
     }
     json_decref(events);
+}
+
+/* A 5,000-byte name: "void k<" then PIECE repeated, then "x" to the length.  The valid one holds
+ * what JSON must escape (quotes, backslashes, a tab, a control character) and a two-byte
+ * character; the invalid one a byte that is no UTF-8 (0xFF), which comes out as U+FFFD. */
+#define LONG_NAME_BYTES 5000
+static char *long_name(const char *piece)
+{
+    char *s = malloc(LONG_NAME_BYTES + 1);
+    cr_assert_not_null(s);
+    size_t n = (size_t)snprintf(s, LONG_NAME_BYTES + 1, "void k<");
+    while (n + strlen(piece) < LONG_NAME_BYTES - 1) {
+        memcpy(s + n, piece, strlen(piece));
+        n += strlen(piece);
+    }
+    s[n++] = '>';
+    while (n < LONG_NAME_BYTES)
+        s[n++] = 'x';
+    s[n] = '\0';
+    return s;
+}
+
+/* The name as a JSON reader gets it back: every 0xFF byte replaced by U+FFFD. */
+static char *replaced(const char *s)
+{
+    char *out = malloc(3 * strlen(s) + 1), *o = out;
+    cr_assert_not_null(out);
+    for (; *s; s++) {
+        if ((unsigned char)*s == 0xFF)
+            memcpy(o, "\xEF\xBF\xBD", 3), o += 3;
+        else
+            *o++ = *s;
+    }
+    *o = '\0';
+    return out;
+}
+
+Test(chrome, long_names_come_out_whole)
+{
+    const char *path = make_trace();
+    /* names are unique in strings: one per row it replaces */
+    char *name[4] = {long_name("std::pair<\"a\\b\"\t\x01\xC3\xA9>,"), long_name("T\xFF\"\\,"),
+                     long_name("node<\"\xC3\xA9\\>/"), long_name("shape\xFF=")};
+    for (int k = 0; k < 4; k++)
+        cr_assert_eq(strlen(name[k]), LONG_NAME_BYTES);
+    sqlite3 *db = NULL;
+    cr_assert_eq(sqlite3_open(path, &db), SQLITE_OK);
+    sqlite3_stmt *st = NULL;
+    /* kern_b, kern_a, the node /model/a (its range and declarations), the shape key, the command line */
+    static const struct {
+        const char *sql;
+        int name;
+    } updates[] = {{"UPDATE strings SET value = ?1 WHERE id = 10", 0},
+                   {"UPDATE strings SET value = ?1 WHERE id = 6", 1},
+                   {"UPDATE strings SET value = ?1 WHERE id = 2", 2},
+                   {"UPDATE strings SET value = ?1 WHERE id = 7", 3},
+                   {"UPDATE meta SET value = ?1 WHERE key = 'command_line'", 1}};
+    for (size_t i = 0; i < sizeof updates / sizeof updates[0]; i++) {
+        cr_assert_eq(sqlite3_prepare_v2(db, updates[i].sql, -1, &st, NULL), SQLITE_OK);
+        sqlite3_bind_text(st, 1, name[updates[i].name], -1, SQLITE_STATIC);
+        cr_assert_eq(sqlite3_step(st), SQLITE_DONE, "%s", sqlite3_errmsg(db));
+        sqlite3_finalize(st);
+    }
+    sqlite3_close(db);
+    const char *out = in_dir("long.json");
+    export_to(path, out);
+    struct checker c;
+    json_t *events = check_document(out, &c); /* the whole document parses as JSON */
+    char *kern_a = replaced(name[1]), *shape = replaced(name[3]);
+    char run[LONG_NAME_BYTES * 3 + 16], l1[LONG_NAME_BYTES + 64];
+    json_t *kb = find(events, "i", name[0]), *ka = find(events, "i", kern_a);
+    cr_expect_not_null(kb, "the valid 5,000-byte kernel name is not in the export whole");
+    cr_expect_not_null(ka, "the 5,000-byte kernel name with invalid bytes is not in the export whole");
+    if (kb)
+        cr_expect_str_eq(str_of(kb, "cat"), "kernel");
+    snprintf(run, sizeof run, "run 1: %s", shape);
+    cr_expect_not_null(find(events, "X", run), "the run's shape key is cut");
+    snprintf(l1, sizeof l1, "Level-1 estimate workspace %s[0]", name[2]);
+    cr_expect_not_null(find(events, "i", l1), "the declaration's node name is cut");
+    cr_expect_not_null(find(events, "X", name[2]), "the range's name is cut");
+    size_t i;
+    json_t *ev;
+    int process_named = 0;
+    json_array_foreach(events, i, ev) if (!strcmp(str_of(ev, "ph"), "M") && !strcmp(str_of(ev, "name"), "process_name"))
+        process_named += !strcmp(str_of(json_object_get(ev, "args"), "name"), kern_a);
+    cr_expect_eq(process_named, 1, "the command line is cut");
+    json_decref(events);
+    for (int k = 0; k < 4; k++)
+        free(name[k]);
+    free(kern_a), free(shape);
 }

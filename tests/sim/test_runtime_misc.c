@@ -192,3 +192,84 @@ Test(sim_runtime_misc, ipc_event_handles_open_in_another_process)
     cr_expect_eq(cudaEventDestroy(ev), cudaSuccess);
     cr_expect_eq(cudaEventDestroy(timed), cudaSuccess);
 }
+
+/* cudaStreamSetAttribute/GetAttribute (cuBLAS-like code sets an access policy window and reads
+ * the priority back): what is set is read back, per stream, the priority is the stream's own
+ * (clamped to the range the device reports), and attributes not valid for streams are refused. */
+Test(sim_runtime_misc, stream_attributes_are_kept_per_stream)
+{
+    cudaStream_t a, b;
+    int least, greatest;
+    cr_assert_eq(cudaDeviceGetStreamPriorityRange(&least, &greatest), cudaSuccess);
+    cr_assert_eq(cudaStreamCreate(&a), cudaSuccess);
+    cr_assert_eq(cudaStreamCreateWithPriority(&b, cudaStreamNonBlocking, greatest), cudaSuccess);
+    static char window[1 << 12];
+    cudaStreamAttrValue v, got;
+    memset(&v, 0, sizeof v);
+    v.accessPolicyWindow.base_ptr = window;
+    v.accessPolicyWindow.num_bytes = sizeof window;
+    v.accessPolicyWindow.hitRatio = 0.75f;
+    v.accessPolicyWindow.hitProp = cudaAccessPropertyPersisting;
+    v.accessPolicyWindow.missProp = cudaAccessPropertyStreaming;
+    cr_assert_eq(cudaStreamSetAttribute(a, cudaStreamAttributeAccessPolicyWindow, &v), cudaSuccess);
+    memset(&got, 0x5a, sizeof got);
+    cr_assert_eq(cudaStreamGetAttribute(a, cudaStreamAttributeAccessPolicyWindow, &got), cudaSuccess);
+    cr_expect_eq(got.accessPolicyWindow.base_ptr, (void *)window);
+    cr_expect_eq(got.accessPolicyWindow.num_bytes, sizeof window);
+    cr_expect(got.accessPolicyWindow.hitRatio == 0.75f);
+    cr_expect_eq(got.accessPolicyWindow.hitProp, cudaAccessPropertyPersisting);
+    cr_expect_eq(got.accessPolicyWindow.missProp, cudaAccessPropertyStreaming);
+    /* the other stream still has the default (no window) */
+    cr_assert_eq(cudaStreamGetAttribute(b, cudaStreamAttributeAccessPolicyWindow, &got), cudaSuccess);
+    cr_expect_eq(got.accessPolicyWindow.num_bytes, 0);
+    /* priority: the stream's, set through the attribute and clamped */
+    cr_assert_eq(cudaStreamGetAttribute(b, cudaStreamAttributePriority, &got), cudaSuccess);
+    cr_expect_eq(got.priority, greatest);
+    v.priority = greatest - 10;
+    cr_assert_eq(cudaStreamSetAttribute(a, cudaStreamAttributePriority, &v), cudaSuccess);
+    int priority = 1;
+    cr_assert_eq(cudaStreamGetPriority(a, &priority), cudaSuccess);
+    cr_expect_eq(priority, greatest);
+    v.syncPolicy = cudaSyncPolicyYield;
+    cr_assert_eq(cudaStreamSetAttribute(b, cudaStreamAttributeSynchronizationPolicy, &v), cudaSuccess);
+    cr_assert_eq(cudaStreamGetAttribute(b, cudaStreamAttributeSynchronizationPolicy, &got), cudaSuccess);
+    cr_expect_eq(got.syncPolicy, cudaSyncPolicyYield);
+    /* copied from one stream onto another */
+    cr_assert_eq(cudaStreamCopyAttributes(b, a), cudaSuccess);
+    cr_assert_eq(cudaStreamGetAttribute(b, cudaStreamAttributeAccessPolicyWindow, &got), cudaSuccess);
+    cr_expect_eq(got.accessPolicyWindow.base_ptr, (void *)window);
+    /* the default stream takes them too */
+    v.memSyncDomain = cudaLaunchMemSyncDomainRemote;
+    cr_expect_eq(cudaStreamSetAttribute(NULL, cudaStreamAttributeMemSyncDomain, &v), cudaSuccess);
+    cr_assert_eq(cudaStreamGetAttribute(cudaStreamPerThread, cudaStreamAttributeMemSyncDomain, &got), cudaSuccess);
+    cr_expect_eq(got.memSyncDomain, cudaLaunchMemSyncDomainRemote);
+    /* a launch-only attribute, a missing value, a destroyed stream */
+    cr_expect_eq(cudaStreamSetAttribute(a, cudaLaunchAttributeCooperative, &v), cudaErrorInvalidValue);
+    cr_expect_eq(cudaStreamGetAttribute(a, cudaStreamAttributePriority, NULL), cudaErrorInvalidValue);
+    cr_assert_eq(cudaStreamDestroy(a), cudaSuccess);
+    cr_expect_eq(cudaStreamGetAttribute(a, cudaStreamAttributePriority, &got), cudaErrorInvalidResourceHandle);
+    cudaGetLastError();
+    cr_assert_eq(cudaStreamDestroy(b), cudaSuccess);
+}
+
+/* A stream or event created after another was destroyed never gets the destroyed one's handle
+ * (a trace tells streams apart by handle), and a destroyed handle stays invalid. */
+Test(sim_runtime_misc, destroyed_handles_are_not_given_out_again)
+{
+    enum { N = 64 };
+    cudaStream_t s[N];
+    cudaEvent_t e[N];
+    for (int i = 0; i < N; i++) {
+        cr_assert_eq(cudaStreamCreate(&s[i]), cudaSuccess);
+        cr_assert_eq(cudaEventCreate(&e[i]), cudaSuccess);
+        for (int j = 0; j < i; j++) {
+            cr_assert_neq(s[i], s[j], "stream %d has the handle of destroyed stream %d", i, j);
+            cr_assert_neq((void *)e[i], (void *)e[j], "event %d has the handle of destroyed event %d", i, j);
+        }
+        cr_assert_eq(cudaStreamDestroy(s[i]), cudaSuccess);
+        cr_assert_eq(cudaEventDestroy(e[i]), cudaSuccess);
+        cr_expect_eq(cudaStreamQuery(s[i]), cudaErrorInvalidResourceHandle);
+        cr_expect_eq(cudaEventQuery(e[i]), cudaErrorInvalidResourceHandle);
+    }
+    cudaGetLastError();
+}
