@@ -31,7 +31,12 @@
  *    before opening a level f, f + rem[s] <= C in every section;
  *  - tight points: a section with rem[s] = C - f at level f must be covered at exactly f, so the
  *    search cannot leave level f before, and (by start) cannot move right past it;
- *  - failed states: a table keyed by a hash of the placed buffers with their offsets and the last
+ *  - twins (buffers of one lifetime and alignment): a buffer directly on a twin of higher rank is
+ *    not searched (the two swapped are);
+ *  - valleys (every section holds exactly C): sections of one height between higher neighbours
+ *    are filled up to the lower neighbour only by buffers living within them;
+ *  - failed states: a table keyed by a hash of the placed buffers with their offsets (without
+ *    slack, the offsets only of buffers with twins: the placed set fixes the rest) and the last
  *    key remembers the largest capacity at which the subtree was exhausted (a failure at C is a
  *    failure at every smaller capacity), across calls.
  */
@@ -113,6 +118,7 @@ struct decider {
     uint64_t *load; /* per section: initial load */
     struct frame *frames;
     uint64_t hash, capacity;
+    uint64_t set_hash; /* of the placed buffers, with the offsets only of those that have twins */
     unsigned cfg;
     /* failed states */
     uint64_t *fail_key, *fail_cap;
@@ -126,11 +132,18 @@ struct decider {
     uint64_t min_load;            /* smallest initial load of a section */
     const uint64_t *base, *ceil;  /* repairs: per buffer, the lowest offset and the highest end the
                                    * buffers kept in place leave it (NULL: 0 and the capacity) */
+    uint32_t *twin;               /* per buffer: the next buffer of the same lifetime (a cycle;
+                                   * itself when it has none) */
     struct floor_change *ftrail;  /* floors raised by the placements on the current path */
     size_t nftrail, ftrailcap;
 };
 
 unsigned decider_configs(void) { return NCONFIGS; }
+
+/* Small problems (the section lists exist) in which every section holds exactly C bytes, without
+ * bounds: no layout within C leaves a free byte below C anywhere (a rectangle cut into pieces).
+ * The runs, the valleys and the failed-state keys by placed set hold only there. */
+static int exact_fill(const struct decider *d) { return d->st_start && d->min_load == d->capacity && !d->base; }
 
 void decider_bound(struct decider *d, const uint64_t *base, const uint64_t *ceil)
 {
@@ -358,7 +371,8 @@ static uint64_t mix(uint64_t v)
  * canonical completions under another key2, so a failure under one proves nothing for another. */
 static uint64_t state_key(const struct decider *d, const struct frame *f)
 {
-    return (d->hash ^ mix(f->thr_f ^ 0x51ed27) ^ mix(f->thr_k + 0x1d8e4e27c47d124full) ^ mix(d->cfg + 0x7f4a7c15u)) | 1;
+    uint64_t h = exact_fill(d) ? d->set_hash ^ 0x2f8e1c3b5a7d9e61ull : d->hash;
+    return (h ^ mix(f->thr_f ^ 0x51ed27) ^ mix(f->thr_k + 0x1d8e4e27c47d124full) ^ mix(d->cfg + 0x7f4a7c15u)) | 1;
 }
 
 static int failed_before(const struct decider *d, uint64_t key)
@@ -416,6 +430,15 @@ static int raise_floor(void *ctx, uint32_t c)
 
 static uint64_t placed_hash(const struct decider *d, uint32_t y) { return mix(d->zob[y] + d->off[y]); }
 
+/* Without slack, the placed buffers alone fix every section's height (the placed bytes there) and
+ * so the floors, the bytes left and every rule but the twins': two orders of the same buffers that
+ * leave the same last buffer are the same state. The twins' rule reads where a buffer with twins
+ * lies, so those keep their offsets in the key. */
+static uint64_t set_hash_of(const struct decider *d, uint32_t y)
+{
+    return d->twin[y] == y ? mix(d->zob[y] ^ 0x6b43a9b5u) : placed_hash(d, y);
+}
+
 /* Place y at its floor; -1 on OOM. */
 static int put(struct decider *d, uint32_t y)
 {
@@ -431,6 +454,7 @@ static int put(struct decider *d, uint32_t y)
         for (uint32_t x = d->s0[y]; x < d->s1[y]; x++)
             d->rem_flat[x] -= p->sz[y];
     d->hash ^= placed_hash(d, y);
+    d->set_hash ^= set_hash_of(d, y);
     struct raise_ctx rc = {d, top};
     d->aff_lo = d->s0[y];
     d->aff_hi = d->s1[y];
@@ -445,6 +469,7 @@ static void take_back(struct decider *d, uint32_t y, size_t fmark)
         for (uint32_t x = d->s0[y]; x < d->s1[y]; x++)
             d->rem_flat[x] += p->sz[y];
     d->hash ^= placed_hash(d, y);
+    d->set_hash ^= set_hash_of(d, y);
     d->placed[y] = 0;
     d->left++;
     while (d->nftrail > fmark) {
@@ -457,6 +482,28 @@ static void take_back(struct decider *d, uint32_t y, size_t fmark)
 }
 
 /* ---- choosing the next buffer ------------------------------------------------------------- */
+
+/*
+ * Twins: buffers of the same lifetime and alignment. Would y at fl sit directly on a placed twin
+ * of higher rank? In a stack of twins touching one another, any order of them occupies the same
+ * addresses at every moment (their sizes are multiples of their alignment), so the layout stays
+ * valid and no buffer of it can move lower than before; only the order by increasing rank
+ * upwards is searched. Not with bounds (a repair's twins may have different ceilings). At most
+ * TWIN_SCAN twins are looked at (one not looked at only prunes less).
+ */
+#define TWIN_SCAN 64
+
+static int swapped_twin(const struct decider *d, uint32_t y, uint64_t fl)
+{
+    if (d->base)
+        return 0;
+    const uint64_t *rank = d->rank[d->cfg];
+    unsigned k = 0;
+    for (uint32_t x = d->twin[y]; x != y && k < TWIN_SCAN; x = d->twin[x], k++)
+        if (d->placed[x] && d->off[x] + d->p->sz[x] == fl && d->p->al[x] == d->p->al[y] && rank[x] > rank[y])
+            return 1;
+    return 0;
+}
 
 /* The next candidate of frame f, or NONE when no placement can lead to a layout within C. */
 static uint32_t next_candidate(struct decider *d, struct frame *f)
@@ -480,7 +527,7 @@ static uint32_t next_candidate(struct decider *d, struct frame *f)
             if (s != NONE && d->s0[y] > s)
                 return NONE; /* moving right past a tight point at fl */
         }
-        if ((__int128)fl + p->sz[y] > C || (d->ceil && fl + p->sz[y] > d->ceil[y])) {
+        if ((__int128)fl + p->sz[y] > C || (d->ceil && fl + p->sz[y] > d->ceil[y]) || swapped_twin(d, y, fl)) {
             f->thr_f = fl; /* does not fit here; the next key */
             f->thr_k = d->key2[y];
             continue;
@@ -532,7 +579,7 @@ static int sections_fit(const struct decider *d, const struct frame *f, size_t f
  */
 static int runs_tile(struct decider *d, const struct frame *f)
 {
-    if (!d->st_start || d->min_load != d->capacity || d->base)
+    if (!exact_fill(d))
         return 1; /* with buffers kept in place around them, sections may have gaps */
     const struct planner *p = d->p;
     for (size_t a = 0; a < d->m;) {
@@ -565,6 +612,52 @@ static int runs_tile(struct decider *d, const struct frame *f)
         a = b;
     }
     return 1;
+}
+
+/*
+ * Valleys (small problems without slack, as for the runs): the sections [a, b) of one height h
+ * whose neighbours on both sides are higher (or are the ends of time; their height counts as C).
+ * Up to the lower neighbour's height, the addresses above h in these sections can only be taken
+ * by buffers whose lifetimes lie within [a, b): any other buffer there meets a neighbour, and its
+ * floor is at least that neighbour's height. Without slack nothing may stay free, so in every
+ * section of the valley the unplaced buffers within [a, b) must hold at least that many bytes. 0
+ * when the valley around section s fails this.
+ */
+static int valley_fits(const struct decider *d, size_t s)
+{
+    const uint64_t *rem = d->rem_flat;
+    uint64_t C = d->capacity, h = C - rem[s];
+    size_t a = s, b = s + 1;
+    if (rem[s] == 0)
+        return 1;
+    while (a > 0 && rem[a - 1] == rem[s])
+        a--;
+    while (b < d->m && rem[b] == rem[s])
+        b++;
+    uint64_t hl = a > 0 ? C - rem[a - 1] : C, hr = b < d->m ? C - rem[b] : C;
+    if (hl < h || hr < h)
+        return 1; /* a neighbour is lower: buffers may come from there */
+    uint64_t need = (hl < hr ? hl : hr) - h;
+    for (size_t x = a; x < b; x++) {
+        uint64_t inner = 0;
+        for (uint32_t k = d->sec_start[x]; k < d->sec_start[x + 1] && inner < need; k++) {
+            uint32_t c = d->sec_list[k];
+            if (!d->placed[c] && d->s0[c] >= a && d->s1[c] <= b)
+                inner += d->p->sz[c];
+        }
+        if (inner < need)
+            return 0;
+    }
+    return 1;
+}
+
+/* The valleys a placement of y may have made (its own sections and their neighbours). */
+static int valleys_fit(const struct decider *d, uint32_t y)
+{
+    if (!exact_fill(d))
+        return 1;
+    return valley_fits(d, d->s0[y]) && (d->s0[y] == 0 || valley_fits(d, d->s0[y] - 1)) &&
+           (d->s1[y] >= d->m || valley_fits(d, d->s1[y]));
 }
 
 /* ---- the search --------------------------------------------------------------------------- */
@@ -648,7 +741,7 @@ static int reset(struct decider *d, unsigned cfg)
         d->r_mx[x] = d->r_add[x];
     for (size_t x = d->leaves; x-- > 1;)
         d->r_mx[x] = d->r_mx[2 * x] > d->r_mx[2 * x + 1] ? d->r_mx[2 * x] : d->r_mx[2 * x + 1];
-    d->hash = 0;
+    d->hash = d->set_hash = 0;
     if (d->rem_flat)
         memcpy(d->rem_flat, d->load, d->m * sizeof *d->rem_flat);
     return 0;
@@ -697,7 +790,8 @@ enum decision decide(struct decider *d, uint64_t capacity, unsigned config, uint
             if (put(d, y))
                 return DECISION_ERROR;
             uint64_t top = d->off[y] + d->p->sz[y];
-            if ((__int128)top + rem_max(d, 1, 0, d->leaves, d->s0[y], d->s1[y]) > (__int128)capacity) {
+            if ((__int128)top + rem_max(d, 1, 0, d->leaves, d->s0[y], d->s1[y]) > (__int128)capacity ||
+                !valleys_fit(d, y)) {
                 take_back(d, y, f->fmark); /* its sections cannot take what is left */
                 f->thr_f = d->off[y];
                 f->thr_k = d->key2[y];
@@ -745,6 +839,7 @@ void decider_free(struct decider *d)
         free(d->heap[k].pos);
     }
     free(d->ftrail);
+    free(d->twin);
     free(d->r_add);
     free(d->r_mx);
     free(d->load);
@@ -819,8 +914,8 @@ int decider_new(struct decider **out, const struct planner *p, uint64_t seed)
         d->fail_mask = 2 * d->fail_mask + 1;
     d->fail_key = calloc(d->fail_mask + 1, sizeof *d->fail_key);
     d->fail_cap = calloc(d->fail_mask + 1, sizeof *d->fail_cap);
-    if (!d->s0 || !d->s1 || !d->breadth || !d->key2 || !d->floor || !d->off || !d->zob || !d->cand_key || !d->height_key || !d->placed || !d->load ||
-        !d->r_add || !d->r_mx || !d->frames || !d->fail_key || !d->fail_cap)
+    if (!d->s0 || !d->s1 || !d->breadth || !d->key2 || !d->floor || !d->off || !d->zob || !d->cand_key ||
+        !d->height_key || !d->placed || !d->load || !d->r_add || !d->r_mx || !d->frames || !d->fail_key || !d->fail_cap)
         goto oom;
     for (int k = 0; k < HEAPS; k++) {
         d->heap[k].v = malloc(n * sizeof *d->heap[k].v + 1);
@@ -879,6 +974,31 @@ int decider_new(struct decider **out, const struct planner *p, uint64_t seed)
         for (size_t i = 0; i < n; i++)
             d->st_list[d->st_start[d->s0[i] + 1]++] = (uint32_t)i;
     }
+    /* Buffers of the same lifetime, linked in cycles (sorted by section range; the twins' rule
+     * also compares alignments). */
+    d->twin = malloc(n * sizeof *d->twin + 1);
+    uint64_t(*lt)[2] = malloc(n * sizeof *lt + 1);
+    if (!d->twin || !lt) {
+        free(lt);
+        goto oom;
+    }
+    for (size_t i = 0; i < n; i++) {
+        lt[i][0] = ((uint64_t)d->s0[i] << 32) | d->s1[i];
+        lt[i][1] = i;
+    }
+    if (radix_sort_words(&lt[0][0], n, 2, 0)) {
+        free(lt);
+        goto oom;
+    }
+    for (size_t a = 0; a < n;) {
+        size_t b = a + 1;
+        while (b < n && lt[b][0] == lt[a][0])
+            b++;
+        for (size_t k = a; k < b; k++)
+            d->twin[lt[k][1]] = (uint32_t)lt[k + 1 < b ? k + 1 : a][1];
+        a = b;
+    }
+    free(lt);
     d->min_load = UINT64_MAX;
     for (size_t x = 0; x < d->m; x++)
         d->min_load = d->load[x] < d->min_load ? d->load[x] : d->min_load;

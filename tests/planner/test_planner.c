@@ -617,3 +617,117 @@ Test(planner, a_time_limit_that_has_passed_still_gives_a_valid_layout_of_a_large
     cr_log_info("%s: peak %llu, first fit by start %llu", r.algorithm, (unsigned long long)peak, (unsigned long long)ff);
     free(b);
 }
+
+/* A rectangle `height` bytes high (a multiple of 64) and 100 steps wide, cut mostly across its
+ * addresses at multiples of 64: pieces of one lifetime stacked on one another (twins) are common.
+ * Pieces get alignment 64 or 16 in turn; in the cut every offset is a multiple of 64, so the cut
+ * is a layout at the load bound. */
+static size_t cut_stacks(struct ws_plan_buffer *b, size_t n, uint64_t height, uint64_t seed)
+{
+    int64_t(*r)[4] = calloc(n, sizeof *r); /* t0, t1, a0, a1 */
+    size_t count = 1;
+    uint64_t s = seed;
+    r[0][0] = 0, r[0][1] = 100, r[0][2] = 0, r[0][3] = (int64_t)height;
+    for (int tries = 0; count < n && tries < 10000; tries++) {
+        size_t x = lcg(&s) % count;
+        int axis = lcg(&s) % 4 == 0 ? 0 : 2; /* 0: time, 2: address */
+        int64_t unit = axis ? 64 : 1, len = (r[x][axis + 1] - r[x][axis]) / unit;
+        if (len < 2)
+            continue;
+        int64_t cut = r[x][axis] + unit * (1 + (int64_t)(lcg(&s) % (uint64_t)(len - 1)));
+        memcpy(r[count], r[x], sizeof r[x]);
+        r[x][axis + 1] = r[count][axis] = cut;
+        count++;
+    }
+    for (size_t i = 0; i < count; i++)
+        b[i] = (struct ws_plan_buffer){.id = i,
+                                       .lower = r[i][0],
+                                       .upper = r[i][1],
+                                       .size = (uint64_t)(r[i][3] - r[i][2]),
+                                       .alignment = i % 2 ? 16 : 64};
+    free(r);
+    return count;
+}
+
+Test(planner, stacks_of_twins_are_solved_and_never_falsely_proven)
+{
+    /* Without slack the decision search skips a twin placed directly on a twin of higher rank,
+     * checks the valleys and keys failed states by the placed buffers: the cut is a layout at the
+     * load bound, so a lower bound above it would be a false proof. */
+    int solved = 0, twins = 0;
+    for (uint64_t seed = 1; seed <= 30; seed++) {
+        struct ws_plan_buffer b[80];
+        size_t n = cut_stacks(b, 40 + (seed % 3) * 20, 64 * 64, seed);
+        for (size_t i = 0; i < n; i++)
+            for (size_t j = i + 1; j < n; j++)
+                twins += b[i].lower == b[j].lower && b[i].upper == b[j].upper;
+        struct ws_plan_result r = solve(b, n, 1, 20000);
+        cr_expect_eq(r.load_bound_bytes, 64 * 64);
+        cr_expect_eq(r.lower_bound_bytes, 64 * 64, "seed %llu: a lower bound of %llu above the optimum",
+                     (unsigned long long)seed, (unsigned long long)r.lower_bound_bytes);
+        solved += r.peak_bytes == 64 * 64;
+    }
+    cr_expect_geq(twins, 100, "only %d pairs of twins: the instances do not test them", twins);
+    cr_expect_geq(solved, 27, "only %d of 30 solved", solved);
+}
+
+/* Is there a layout of peak <= cap? Every aligned offset of every buffer in turn. */
+static int brute_fits(const struct ws_plan_buffer *b, size_t n, uint64_t *off, size_t k, uint64_t cap)
+{
+    if (k == n)
+        return 1;
+    for (uint64_t o = 0; o + b[k].size <= cap; o += b[k].alignment) {
+        int ok = 1;
+        for (size_t j = 0; j < k && ok; j++)
+            ok = b[j].upper <= b[k].lower || b[k].upper <= b[j].lower || off[j] + b[j].size <= o ||
+                 o + b[k].size <= off[j];
+        off[k] = o;
+        if (ok && brute_fits(b, n, off, k + 1, cap))
+            return 1;
+    }
+    return 0;
+}
+
+Test(planner, full_sections_whose_load_bound_no_layout_reaches_match_brute_force)
+{
+    /* Four moments, each holding exactly C bytes (4 to 8): buffers living two or more moments
+     * with alignments 1 to 3 (sizes multiples of them), then a filler of one moment up to C.
+     * Every section is full, so the decision search's rules for problems without slack apply, and
+     * often no layout reaches the load bound (the alignments leave holes). The optimum by brute
+     * force must be what the planner returns and proves. */
+    int infeasible = 0;
+    for (uint64_t seed = 1; seed <= 150; seed++) {
+        uint64_t s = seed * 7919, c = 4 + lcg(&s) % 5, load[4] = {0};
+        struct ws_plan_buffer b[16];
+        size_t n = 0;
+        for (int tries = 0; tries < 6; tries++) {
+            int64_t lo = (int64_t)(lcg(&s) % 3), hi = lo + 2 + (int64_t)(lcg(&s) % (uint64_t)(3 - lo));
+            uint64_t al = 1 + lcg(&s) % 3, size = al * (1 + lcg(&s) % 2);
+            int fits = 1;
+            for (int64_t t = lo; t < hi; t++)
+                fits &= load[t] + size <= c;
+            if (!fits)
+                continue;
+            for (int64_t t = lo; t < hi; t++)
+                load[t] += size;
+            b[n] = (struct ws_plan_buffer){.id = n, .lower = lo, .upper = hi, .size = size, .alignment = al};
+            n++;
+        }
+        for (int64_t t = 0; t < 4; t++)
+            if (load[t] < c)
+                b[n] =
+                    (struct ws_plan_buffer){.id = n, .lower = t, .upper = t + 1, .size = c - load[t], .alignment = 1},
+                n++;
+        uint64_t off[16], best = c;
+        while (!brute_fits(b, n, off, 0, best))
+            best++;
+        infeasible += best > c;
+        struct ws_plan_result r = solve(b, n, 1, 20000);
+        cr_expect_eq(r.load_bound_bytes, c, "seed %llu", (unsigned long long)seed);
+        cr_expect_eq(r.peak_bytes, best, "seed %llu: peak %llu, optimum %llu", (unsigned long long)seed,
+                     (unsigned long long)r.peak_bytes, (unsigned long long)best);
+        cr_expect_eq(r.lower_bound_bytes, best, "seed %llu: lower bound %llu, optimum %llu", (unsigned long long)seed,
+                     (unsigned long long)r.lower_bound_bytes, (unsigned long long)best);
+    }
+    cr_expect_geq(infeasible, 10, "only %d of 150 have no layout at the load bound", infeasible);
+}
