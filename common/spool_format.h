@@ -296,7 +296,9 @@ struct ws_rec {
  * count: its writer stores every other field, then its tag (type, api, ext) with WS_REC_PUBLISHED
  * set in ext, in one release store (ws_rec_put() in libtrace/tracer.h).  A reader trusts the first `committed`
  * records of a chunk and after them each record so published, up to the first that is not.  Chunks
- * come zeroed from the file and each slot is written once, so a slot not yet written reads 0.
+ * come zeroed from the file and each slot's tag is stored once, so a slot not yet published reads
+ * no WS_REC_PUBLISHED (its other fields may be written already: ws_rec_open() in libtrace/tracer.h
+ * fills them before the call it records).
  */
 #define WS_REC_PUBLISHED 0x8000u
 #define WS_REC_EXT_MASK  0x7fffu

@@ -119,6 +119,36 @@ static __attribute__((noinline, cold)) void *real_fn_first(const char *name, voi
         return (CUresult)ws_rec_head_status(head);                                                                     \
     } while (0)
 
+/*
+ * The first half of a hot hook that fills its record before the real call (ws_rec_open, tracer.h):
+ * fn, the thread t with its guard set, the device of its context (+ 1) and the slot r; GENERAL (a
+ * jump to the hook's general half, which records after the call) when the call is not to be
+ * recorded so: the first call, a call inside another hook, !WANTED (not recorded, or not by the
+ * leaf), no slot for the leaf (records not timed by the counter, or the chunk full), the device
+ * not known.
+ */
+#define DRV_OPEN(name, WANTED, GENERAL)                                                                                \
+    __typeof__(&name) fn = __atomic_load_n(&name##_real_, __ATOMIC_ACQUIRE);                                           \
+    struct ws_thread *t = &ws_self;                                                                                    \
+    if (__builtin_expect(!fn, 0) || __builtin_expect(t->in_hook != 0, 0))                                              \
+        GENERAL;                                                                                                       \
+    t->in_hook = 1;                                                                                                    \
+    __atomic_signal_fence(__ATOMIC_SEQ_CST); /* set before the slot is read or filled */                               \
+    uint32_t device = t->driver_device;                                                                                \
+    struct ws_rec *r = ws_rec_open();                                                                                  \
+    if (!ws_rec_openable(r) || __builtin_expect(!device, 0) || __builtin_expect(!(WANTED), 0)) {                       \
+        t->in_hook = 0;                                                                                                \
+        GENERAL;                                                                                                       \
+    }
+
+/* The end of such a hook's fast path: publish r (by CLOSE) and clear the guard, then answer rc. */
+#define DRV_CLOSE(CLOSE, head)                                                                                         \
+    do {                                                                                                               \
+        CLOSE;                                                                                                         \
+        __atomic_signal_fence(__ATOMIC_SEQ_CST); /* cleared after the record is claimed */                             \
+        DRV_FINISH_FAST(head);                                                                                         \
+    } while (0)
+
 int ws_driver_per_thread_api(uint8_t api)
 {
     switch (api) {
@@ -282,7 +312,49 @@ static inline __attribute__((always_inline)) CUresult free_finish(uint64_t head,
 
 /* ---- allocation and free ---- */
 
+/* After the real call of an allocation filled before it, when the leaf cannot publish it. */
+static __attribute__((noinline, cold)) CUresult alloc_close_slow(const struct ws_rec *r, uint64_t head)
+{
+    CUresult rc = (CUresult)ws_rec_head_status(head);
+    const struct ws_rec *at = ws_rec_opened(r);
+    if (__builtin_expect(!at, 0)) {
+        ws_count_lost(1);
+        DRV_FINISH_SLOW(rc, (void)0);
+    }
+    const CUdeviceptr *dptr = (const CUdeviceptr *)(uintptr_t)at->u[0];
+    size_t size = (size_t)at->u[1];
+    DRV_FINISH_SLOW(rc, record_simple_alloc((uint8_t)(head >> 8), rc, dptr, size, WS_MEM_DEVICE, 0));
+}
+
+static CUresult cuMemAlloc_v2_general_(CUdeviceptr *dptr, size_t bytesize);
+
+/* The record is filled before the call (DRV_OPEN) with the pointer to the result in u0 until the
+ * call answers. */
 WS_HOOK(CUresult, cuMemAlloc_v2, (CUdeviceptr * dptr, size_t bytesize), (dptr, bytesize))
+{
+    DRV_OPEN(cuMemAlloc_v2, 1, return cuMemAlloc_v2_general_(dptr, bytesize));
+    r->u[0] = u64(dptr);
+    r->u[1] = bytesize;
+    r->u[3] = 0;
+    r->u[4] = device - 1;
+    r->u[5] = 0;
+    CUresult rc = fn(dptr, bytesize);
+    uint64_t head = WS_REC_HEAD(WS_REC_ALLOC, WS_API_cuMemAlloc_v2, rc);
+    if (__builtin_expect(ws_rec_still_open(r), 1)) {
+        const CUdeviceptr *p = (const CUdeviceptr *)(uintptr_t)r->u[0];
+        if (__builtin_expect(rc == CUDA_SUCCESS, 1) && __builtin_expect(p != NULL, 1)) {
+            r->u[0] = *p;
+            r->u[2] = r->u[1];
+        } else {
+            r->u[0] = 0;
+            r->u[2] = rc == CUDA_SUCCESS ? r->u[1] : 0;
+        }
+        DRV_CLOSE(ws_rec_close_now(r, head), head);
+    }
+    return alloc_close_slow(r, head);
+}
+
+static __attribute__((noinline, cold)) CUresult cuMemAlloc_v2_general_(CUdeviceptr *dptr, size_t bytesize)
 {
     DRV_FORWARD_FINISH(cuMemAlloc_v2, (dptr, bytesize), 1, (void)0,
                        alloc_finish(WS_REC_HEAD(WS_REC_ALLOC, WS_API_cuMemAlloc_v2, rc), dptr, bytesize));
@@ -324,7 +396,41 @@ WS_HOOK(CUresult, cuMemHostAlloc, (void **pp, size_t bytesize, unsigned int Flag
                 record_host_alloc(WS_API_cuMemHostAlloc, rc, pp, bytesize, Flags));
 }
 
+/* After the real call of a free filled before it, when the leaf cannot publish it. */
+static __attribute__((noinline, cold)) CUresult free_close_slow(const struct ws_rec *r, uint64_t head)
+{
+    CUresult rc = (CUresult)ws_rec_head_status(head);
+    const struct ws_rec *at = ws_rec_opened(r);
+    if (__builtin_expect(!at, 0)) {
+        ws_count_lost(1);
+        DRV_FINISH_SLOW(rc, (void)0);
+    }
+    CUdeviceptr dptr = (CUdeviceptr)at->u[0];
+    uint64_t before = at->ns;
+    DRV_FINISH_SLOW(rc, record_free((uint8_t)(head >> 8), rc, dptr, NULL, WS_MEM_DEVICE, before));
+}
+
+static CUresult cuMemFree_v2_general_(CUdeviceptr dptr);
+
+/* The record is filled (and timed: a free's time is taken before the call) before the call. */
 WS_HOOK(CUresult, cuMemFree_v2, (CUdeviceptr dptr), (dptr))
+{
+    DRV_OPEN(cuMemFree_v2, dptr, return cuMemFree_v2_general_(dptr));
+    ws_rec_stamp(r);
+    r->u[0] = dptr;
+    r->u[1] = 0;
+    r->u[2] = 0;
+    r->u[3] = 0;
+    r->u[4] = device - 1;
+    r->u[5] = 0;
+    CUresult rc = fn(dptr);
+    uint64_t head = WS_REC_HEAD(WS_REC_FREE, WS_API_cuMemFree_v2, rc);
+    if (__builtin_expect(ws_rec_still_open(r), 1))
+        DRV_CLOSE(ws_rec_close(r, head), head);
+    return free_close_slow(r, head);
+}
+
+static __attribute__((noinline, cold)) CUresult cuMemFree_v2_general_(CUdeviceptr dptr)
 {
     DRV_FORWARD_FINISH(cuMemFree_v2, (dptr), dptr, uint64_t before = ws_now(),
                        free_finish(WS_REC_HEAD(WS_REC_FREE, WS_API_cuMemFree_v2, rc), dptr, before));
@@ -756,6 +862,72 @@ static inline __attribute__((always_inline)) CUresult launch_finish(uint64_t hea
     uint64_t grid = ws_pack_dim3(gx, gy, gz), block = ws_pack_dim3(bx, by, bz);                                        \
     __asm__("" : "+r"(grid), "+r"(block)) /* packed here, not after the call */
 
+/* A launch's grid or block as ws_pack_dim3 lays it out, stored in three parts (no packing). */
+static inline __attribute__((always_inline)) void put_dim3(uint64_t *at, uint32_t x, uint32_t y, uint32_t z)
+{
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    uint16_t y16 = (uint16_t)y, z16 = (uint16_t)z;
+    memcpy((char *)at, &x, sizeof x);
+    memcpy((char *)at + 4, &y16, sizeof y16);
+    memcpy((char *)at + 6, &z16, sizeof z16);
+#else
+    *at = ws_pack_dim3(x, y, z);
+#endif
+}
+
+/* After the real call of a launch filled before it (DRV_LAUNCH), when the leaf cannot publish it:
+ * the record by the general path, from the fields as filled. */
+static __attribute__((noinline, cold)) CUresult launch_close_slow(const struct ws_rec *r, uint64_t head)
+{
+    CUresult rc = (CUresult)ws_rec_head_status(head);
+    const struct ws_rec *at = ws_rec_opened(r);
+    if (__builtin_expect(!at, 0)) {
+        ws_count_lost(1);
+        DRV_FINISH_SLOW(rc, (void)0);
+    }
+    CUfunction f = (CUfunction)(uintptr_t)at->u[0];
+    uint64_t grid = at->u[1], block = at->u[2];
+    CUstream stream = (CUstream)(uintptr_t)at->u[3];
+    unsigned smem = (unsigned)at->u[4];
+    DRV_FINISH_SLOW(rc, record_launch((uint8_t)(head >> 8), rc, f, grid, block, smem, stream));
+}
+
+/*
+ * The traced half of cuLaunchKernel and its _ptsz form: with the function named already and the
+ * device known, the record is filled before the real call (ws_rec_open, tracer.h), so that only the
+ * slot lives across it, and published by the leaf after it (timed then: a launch's time is the end
+ * of its call) unless a capture is under way.  Otherwise the general half `name##_general_` (the
+ * same parameters: a jump) records as the other launch hooks do.
+ */
+#define DRV_LAUNCH(name, f, gx, gy, gz, bx, by, bz, smem, stream, params, extra)                                       \
+    do {                                                                                                               \
+        DRV_OPEN(name, named_cache[named_slot(f)] == f, goto general);                                                 \
+        r->u[0] = u64(f);                                                                                              \
+        put_dim3(&r->u[1], gx, gy, gz);                                                                                \
+        put_dim3(&r->u[2], bx, by, bz);                                                                                \
+        r->u[3] = u64(stream);                                                                                         \
+        r->u[4] = smem;                                                                                                \
+        r->u[5] = device - 1;                                                                                          \
+        CUresult rc = fn(f, gx, gy, gz, bx, by, bz, smem, stream, params, extra);                                      \
+        uint64_t head = WS_REC_HEAD(WS_REC_LAUNCH, WS_API_##name, rc);                                                 \
+        if (__builtin_expect(ws_rec_still_open(r), 1) &&                                                               \
+            __builtin_expect(!__atomic_load_n(&ws_captures_active, __ATOMIC_RELAXED), 1))                              \
+            DRV_CLOSE(ws_rec_close_now(r, head), head);                                                                \
+        return launch_close_slow(r, head);                                                                             \
+    general:;                                                                                                          \
+        /* a plain call, not a jump: a jump would have the arguments on the stack copied first */                      \
+        CUresult g = name##_general_(f, gx, gy, gz, bx, by, bz, smem, stream, params, extra);                          \
+        __asm__("" : "+r"(g));                                                                                         \
+        return g;                                                                                                      \
+    } while (0)
+
+/* The general halves of the two (defined after their hooks, which keep the real functions). */
+static CUresult cuLaunchKernel_general_(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+                                        unsigned bz, unsigned smem, CUstream hStream, void **params, void **extra);
+static CUresult cuLaunchKernel_ptsz_general_(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                                             unsigned by, unsigned bz, unsigned smem, CUstream hStream, void **params,
+                                             void **extra);
+
 WS_HOOK(CUresult, cuLaunchKernel,
         (CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ, unsigned int blockDimX,
          unsigned int blockDimY, unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream,
@@ -763,19 +935,32 @@ WS_HOOK(CUresult, cuLaunchKernel,
         (f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes, hStream, kernelParams,
          extra))
 {
-    LAUNCH_DIMS(gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ);
-    DRV_FORWARD_FINISH(
-        cuLaunchKernel,
-        (f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes, hStream, kernelParams,
-         extra),
-        1, (void)0,
-        launch_finish(WS_REC_HEAD(WS_REC_LAUNCH, WS_API_cuLaunchKernel, rc), f, grid, block, sharedMemBytes, hStream));
+    DRV_LAUNCH(cuLaunchKernel, f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes,
+               hStream, kernelParams, extra);
 }
 
 WS_HOOK(CUresult, cuLaunchKernel_ptsz,
         (CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz, unsigned smem,
          CUstream hStream, void **params, void **extra),
         (f, gx, gy, gz, bx, by, bz, smem, hStream, params, extra))
+{
+    DRV_LAUNCH(cuLaunchKernel_ptsz, f, gx, gy, gz, bx, by, bz, smem, hStream, params, extra);
+}
+
+static __attribute__((noinline, cold)) CUresult cuLaunchKernel_general_(CUfunction f, unsigned gx, unsigned gy,
+                                                                        unsigned gz, unsigned bx, unsigned by,
+                                                                        unsigned bz, unsigned smem, CUstream hStream,
+                                                                        void **params, void **extra)
+{
+    LAUNCH_DIMS(gx, gy, gz, bx, by, bz);
+    DRV_FORWARD_FINISH(
+        cuLaunchKernel, (f, gx, gy, gz, bx, by, bz, smem, hStream, params, extra), 1, (void)0,
+        launch_finish(WS_REC_HEAD(WS_REC_LAUNCH, WS_API_cuLaunchKernel, rc), f, grid, block, smem, hStream));
+}
+
+static __attribute__((noinline, cold)) CUresult
+cuLaunchKernel_ptsz_general_(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
+                             unsigned smem, CUstream hStream, void **params, void **extra)
 {
     LAUNCH_DIMS(gx, gy, gz, bx, by, bz);
     DRV_FORWARD_FINISH(

@@ -652,12 +652,30 @@ static const char *own_path(void)
     return NULL;
 }
 
+/* The slot a hook had filled when its real call forked, copied by the child before it unmaps the
+ * parent's chunk (ws_rec_open, tracer.h), and where that slot was. */
+static WS_TLS struct ws_rec held;
+static WS_TLS const struct ws_rec *held_at;
+
+const struct ws_rec *ws_rec_opened(const struct ws_rec *r)
+{
+    if (ws_self.next == r)
+        return r;
+    return r && held_at == r ? &held : NULL;
+}
+
 /* A forked child traces into OUTPUT.<pid>, created with its first record (a child that records
  * nothing, such as one that only execs, leaves no file); nothing it does touches the parent's. */
 static void after_fork_child(void)
 {
     if (!ws_enabled)
         return;
+    /* A hook whose real call forked may have filled the next slot already (ws_rec_open). */
+    held_at = NULL;
+    if (ws_self.in_hook && ws_self.next && ws_self.next < ws_self.end) {
+        held = *ws_self.next;
+        held_at = ws_self.next;
+    }
     if (ws_self.chunk)
         munmap(ws_self.chunk, WS_CHUNK_BYTES);
     ws_self.chunk = NULL;

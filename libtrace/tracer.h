@@ -144,6 +144,61 @@ static inline __attribute__((always_inline)) int ws_rec_put_(uint64_t head, int 
     return 1;
 }
 
+/*
+ * A record filled before the real call, published after it: the hot launch hooks write their
+ * fields into the slot ws_rec_put() would take (ws_rec_open), so that only the slot lives across
+ * the call, then store the status and the time and publish the tag (ws_rec_close).  The slot is
+ * claimed (next advanced) only when it is published: while the call runs it is not published, so
+ * a reader stops before it.  Nothing else writes the thread's chunk meanwhile: the hook's guard is
+ * set before the slot is filled (the compiler may not move the stores before it either), so calls
+ * made inside the real one, a signal handler's included, are only forwarded.  The one way the slot
+ * can go is a fork inside the call: the child maps no chunk of the parent's and keeps a copy of
+ * the slot (ws_rec_opened()).
+ */
+static inline __attribute__((always_inline)) struct ws_rec *ws_rec_open(void) { return ws_self.next; }
+
+/* 1 when the slot ws_rec_open() answered may be filled: records are timed by the counter and the
+ * chunk has room (fast_end, as for ws_rec_put(); NULL without a chunk). */
+static inline int ws_rec_openable(const struct ws_rec *r)
+{
+    return __builtin_expect((uintptr_t)r < (uintptr_t)ws_self.fast_end, 1);
+}
+
+/* 1 when r, filled since ws_rec_open(), is still the calling thread's next slot. */
+static inline int ws_rec_still_open(const struct ws_rec *r) { return ws_self.next == r; }
+
+/* r's time: now, by the counter (records opened are timed by it). */
+static inline __attribute__((always_inline)) void ws_rec_stamp(struct ws_rec *r)
+{
+#if defined(__x86_64__)
+    uint32_t lo, hi; /* the counter's halves stored as they come (the time field is little-endian) */
+    __asm__ __volatile__("rdtsc" : "=a"(lo), "=d"(hi));
+    memcpy((char *)&r->ns, &lo, sizeof lo);
+    memcpy((char *)&r->ns + sizeof lo, &hi, sizeof hi);
+#else
+    r->ns = ws_tsc();
+#endif
+}
+
+/* Publish r (ws_rec_still_open) with the type, api and status of head, and claim it. */
+static inline __attribute__((always_inline)) void ws_rec_close(struct ws_rec *r, uint64_t head)
+{
+    r->status = ws_rec_head_status(head);
+    __atomic_store_n(&r->tag, (uint32_t)head | WS_REC_PUBLISHED << 16, __ATOMIC_RELEASE);
+    ws_self.next = r + 1;
+}
+
+/* ws_rec_close() timed now. */
+static inline __attribute__((always_inline)) void ws_rec_close_now(struct ws_rec *r, uint64_t head)
+{
+    ws_rec_stamp(r);
+    ws_rec_close(r, head);
+}
+
+/* The fields of a slot filled since ws_rec_open() (r), where they can be read after the call: r
+ * while it is the thread's next slot, the copy a forked child kept of it, else NULL. */
+const struct ws_rec *ws_rec_opened(const struct ws_rec *r);
+
 /* ws_rec_put() at a time taken before (a free's), and at the present time. */
 static inline __attribute__((always_inline)) int ws_rec_put(uint64_t head, uint64_t ns, uint64_t u0, uint64_t u1,
                                                             uint64_t u2, uint64_t u3, uint64_t u4, uint64_t u5)
