@@ -189,6 +189,23 @@ _Static_assert(sizeof ws_enabled == 4, "the hook entries compare ws_enabled as 3
         return rc;                                                                                                     \
     } while (0)
 
+/* The end of a hot hook's traced half (hooks_cuda.c, hooks_driver.c).  The general path: the
+ * record written by RECORD with errno kept, then rc answered.  When the leaf wrote the record
+ * (ws_rec_put, tracer.h): the guard cleared and the status the record's head carries answered,
+ * as the hook's result type T. */
+#define WS_FINISH_SLOW(rc, RECORD)                                                                                     \
+    do {                                                                                                               \
+        int saved_ = *ws_errno();                                                                                      \
+        RECORD;                                                                                                        \
+        ws_hook_leave(saved_);                                                                                         \
+        return rc;                                                                                                     \
+    } while (0)
+#define WS_FINISH_FAST(T, head)                                                                                        \
+    do {                                                                                                               \
+        ws_self.in_hook = 0;                                                                                           \
+        return (T)ws_rec_head_status(head);                                                                            \
+    } while (0)
+
 /* A fixed-size record of the calling thread, zeroed, with its type, api, status and time. */
 struct ws_rec *ws_rec_begin(uint8_t type, uint8_t api, int32_t status);
 

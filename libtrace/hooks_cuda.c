@@ -244,27 +244,12 @@ static inline void record_launch(uint8_t api, cudaError_t rc, const void *fn, ui
 
 /* ---- the hot hooks' finishes (FORWARD_AND_FINISH_IF) ----------------------------------------- */
 
-/* A finish's general path: the record written by RECORD with errno kept, then rc answered. */
-#define FINISH_SLOW(rc, RECORD)                                                                                        \
-    do {                                                                                                               \
-        int saved_ = *ws_errno();                                                                                      \
-        RECORD;                                                                                                        \
-        ws_hook_leave(saved_);                                                                                         \
-        return rc;                                                                                                     \
-    } while (0)
-
-/* The leaf wrote the record: the guard is cleared and the call's status answered. */
-#define FINISH_FAST(head)                                                                                              \
-    do {                                                                                                               \
-        ws_self.in_hook = 0;                                                                                           \
-        return (cudaError_t)ws_rec_head_status(head);                                                                  \
-    } while (0)
 
 static __attribute__((noinline, cold)) cudaError_t alloc_finish_slow(uint64_t head, void **ptr, size_t size,
                                                                      uint32_t memory)
 {
     cudaError_t rc = (cudaError_t)ws_rec_head_status(head);
-    FINISH_SLOW(rc, record_alloc((uint8_t)(head >> 8), rc, ptr ? *ptr : NULL, size, size, 0, memory, 0));
+    WS_FINISH_SLOW(rc, record_alloc((uint8_t)(head >> 8), rc, ptr ? *ptr : NULL, size, size, 0, memory, 0));
 }
 
 /* An allocation without stream or pool (cudaMalloc, cudaMallocHost); head: WS_REC_HEAD(ALLOC, api, rc). */
@@ -276,7 +261,7 @@ static inline __attribute__((always_inline)) cudaError_t alloc_finish(uint64_t h
     if (__builtin_expect(ws_rec_put_now(head, address, size, ok ? size : 0, 0,
                                         (uint64_t)(uint32_t)ws_self.device | (uint64_t)memory << 32, 0),
                          1))
-        FINISH_FAST(head);
+        WS_FINISH_FAST(cudaError_t, head);
     return alloc_finish_slow(head, ptr, size, memory);
 }
 
@@ -284,7 +269,7 @@ static __attribute__((noinline, cold)) cudaError_t free_finish_slow(uint64_t hea
                                                                     uint32_t memory, uint64_t before)
 {
     cudaError_t rc = (cudaError_t)ws_rec_head_status(head);
-    FINISH_SLOW(rc, record_free((uint8_t)(head >> 8), rc, ptr, stream, memory, before));
+    WS_FINISH_SLOW(rc, record_free((uint8_t)(head >> 8), rc, ptr, stream, memory, before));
 }
 
 /* A free (its time `before` taken before the real call); a stream's while a capture is under way
@@ -296,7 +281,7 @@ static inline __attribute__((always_inline)) cudaError_t free_finish(uint64_t he
         __builtin_expect(ws_rec_put(head, before, (uint64_t)(uintptr_t)ptr, 0, 0, (uint64_t)(uintptr_t)stream,
                                     (uint64_t)(uint32_t)ws_self.device | (uint64_t)memory << 32, 0),
                          1))
-        FINISH_FAST(head);
+        WS_FINISH_FAST(cudaError_t, head);
     return free_finish_slow(head, ptr, stream, memory, before);
 }
 
@@ -304,7 +289,7 @@ static __attribute__((noinline, cold)) cudaError_t launch_finish_slow(uint64_t h
                                                                       uint64_t block, size_t smem, cudaStream_t stream)
 {
     cudaError_t rc = (cudaError_t)ws_rec_head_status(head);
-    FINISH_SLOW(rc, record_launch((uint8_t)(head >> 8), rc, fn, grid, block, smem, stream));
+    WS_FINISH_SLOW(rc, record_launch((uint8_t)(head >> 8), rc, fn, grid, block, smem, stream));
 }
 
 /* A launch of a function this thread named already, with no capture under way (else the general
@@ -317,7 +302,7 @@ static inline __attribute__((always_inline)) cudaError_t launch_finish(uint64_t 
         __builtin_expect(ws_rec_put_now(head, (uint64_t)(uintptr_t)fn, grid, block, (uint64_t)(uintptr_t)stream, smem,
                                         (uint64_t)(uint32_t)ws_self.device),
                          1))
-        FINISH_FAST(head);
+        WS_FINISH_FAST(cudaError_t, head);
     return launch_finish_slow(head, fn, grid, block, smem, stream);
 }
 

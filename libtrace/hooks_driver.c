@@ -105,20 +105,6 @@ static __attribute__((noinline, cold)) void *real_fn_first(const char *name, voi
     return fn;
 }
 
-/* A finish's general path and its end when the leaf wrote the record (hooks_cuda.c likewise). */
-#define DRV_FINISH_SLOW(rc, RECORD)                                                                                    \
-    do {                                                                                                               \
-        int saved_ = *ws_errno();                                                                                      \
-        RECORD;                                                                                                        \
-        ws_hook_leave(saved_);                                                                                         \
-        return rc;                                                                                                     \
-    } while (0)
-#define DRV_FINISH_FAST(head)                                                                                          \
-    do {                                                                                                               \
-        ws_self.in_hook = 0;                                                                                           \
-        return (CUresult)ws_rec_head_status(head);                                                                     \
-    } while (0)
-
 /*
  * The first half of a hot hook that fills its record before the real call (ws_rec_open, tracer.h):
  * fn, the thread t with its guard set, the device of its context (+ 1) and the slot r; GENERAL (a
@@ -146,7 +132,7 @@ static __attribute__((noinline, cold)) void *real_fn_first(const char *name, voi
     do {                                                                                                               \
         CLOSE;                                                                                                         \
         __atomic_signal_fence(__ATOMIC_SEQ_CST); /* cleared after the record is claimed */                             \
-        DRV_FINISH_FAST(head);                                                                                         \
+        WS_FINISH_FAST(CUresult, head);                                                                                \
     } while (0)
 
 int ws_driver_per_thread_api(uint8_t api)
@@ -282,7 +268,7 @@ static void record_host_alloc(uint8_t api, CUresult rc, void *const *pp, size_t 
 static __attribute__((noinline, cold)) CUresult alloc_finish_slow(uint64_t head, const CUdeviceptr *dptr, size_t size)
 {
     CUresult rc = (CUresult)ws_rec_head_status(head);
-    DRV_FINISH_SLOW(rc, record_simple_alloc((uint8_t)(head >> 8), rc, dptr, size, WS_MEM_DEVICE, 0));
+    WS_FINISH_SLOW(rc, record_simple_alloc((uint8_t)(head >> 8), rc, dptr, size, WS_MEM_DEVICE, 0));
 }
 
 /* cuMemAlloc_v2's record by the leaf while the thread's device is known. */
@@ -292,21 +278,21 @@ static inline __attribute__((always_inline)) CUresult alloc_finish(uint64_t head
     uint32_t device = ws_self.driver_device;
     if (__builtin_expect(device != 0, 1) &&
         __builtin_expect(ws_rec_put_now(head, ok && dptr ? *dptr : 0, size, ok ? size : 0, 0, device - 1, 0), 1))
-        DRV_FINISH_FAST(head);
+        WS_FINISH_FAST(CUresult, head);
     return alloc_finish_slow(head, dptr, size);
 }
 
 static __attribute__((noinline, cold)) CUresult free_finish_slow(uint64_t head, CUdeviceptr dptr, uint64_t before)
 {
     CUresult rc = (CUresult)ws_rec_head_status(head);
-    DRV_FINISH_SLOW(rc, record_free((uint8_t)(head >> 8), rc, dptr, NULL, WS_MEM_DEVICE, before));
+    WS_FINISH_SLOW(rc, record_free((uint8_t)(head >> 8), rc, dptr, NULL, WS_MEM_DEVICE, before));
 }
 
 static inline __attribute__((always_inline)) CUresult free_finish(uint64_t head, CUdeviceptr dptr, uint64_t before)
 {
     uint32_t device = ws_self.driver_device;
     if (__builtin_expect(device != 0, 1) && __builtin_expect(ws_rec_put(head, before, dptr, 0, 0, 0, device - 1, 0), 1))
-        DRV_FINISH_FAST(head);
+        WS_FINISH_FAST(CUresult, head);
     return free_finish_slow(head, dptr, before);
 }
 
@@ -319,11 +305,11 @@ static __attribute__((noinline, cold)) CUresult alloc_close_slow(const struct ws
     const struct ws_rec *at = ws_rec_opened(r);
     if (__builtin_expect(!at, 0)) {
         ws_count_lost(1);
-        DRV_FINISH_SLOW(rc, (void)0);
+        WS_FINISH_SLOW(rc, (void)0);
     }
     const CUdeviceptr *dptr = (const CUdeviceptr *)(uintptr_t)at->u[0];
     size_t size = (size_t)at->u[1];
-    DRV_FINISH_SLOW(rc, record_simple_alloc((uint8_t)(head >> 8), rc, dptr, size, WS_MEM_DEVICE, 0));
+    WS_FINISH_SLOW(rc, record_simple_alloc((uint8_t)(head >> 8), rc, dptr, size, WS_MEM_DEVICE, 0));
 }
 
 static CUresult cuMemAlloc_v2_general_(CUdeviceptr *dptr, size_t bytesize);
@@ -403,11 +389,11 @@ static __attribute__((noinline, cold)) CUresult free_close_slow(const struct ws_
     const struct ws_rec *at = ws_rec_opened(r);
     if (__builtin_expect(!at, 0)) {
         ws_count_lost(1);
-        DRV_FINISH_SLOW(rc, (void)0);
+        WS_FINISH_SLOW(rc, (void)0);
     }
     CUdeviceptr dptr = (CUdeviceptr)at->u[0];
     uint64_t before = at->ns;
-    DRV_FINISH_SLOW(rc, record_free((uint8_t)(head >> 8), rc, dptr, NULL, WS_MEM_DEVICE, before));
+    WS_FINISH_SLOW(rc, record_free((uint8_t)(head >> 8), rc, dptr, NULL, WS_MEM_DEVICE, before));
 }
 
 static CUresult cuMemFree_v2_general_(CUdeviceptr dptr);
@@ -843,7 +829,7 @@ static __attribute__((noinline, cold)) CUresult launch_finish_slow(uint64_t head
                                                                    uint64_t block, unsigned smem, CUstream stream)
 {
     CUresult rc = (CUresult)ws_rec_head_status(head);
-    DRV_FINISH_SLOW(rc, record_launch((uint8_t)(head >> 8), rc, f, grid, block, smem, stream));
+    WS_FINISH_SLOW(rc, record_launch((uint8_t)(head >> 8), rc, f, grid, block, smem, stream));
 }
 
 /* A launch's record by the leaf: the function named already, no capture under way, the device known. */
@@ -854,7 +840,7 @@ static inline __attribute__((always_inline)) CUresult launch_finish(uint64_t hea
     if (__builtin_expect(named_cache[named_slot(f)] == f, 1) && __builtin_expect(device != 0, 1) &&
         __builtin_expect(!__atomic_load_n(&ws_captures_active, __ATOMIC_RELAXED), 1) &&
         __builtin_expect(ws_rec_put_now(head, u64(f), grid, block, u64(stream), smem, device - 1), 1))
-        DRV_FINISH_FAST(head);
+        WS_FINISH_FAST(CUresult, head);
     return launch_finish_slow(head, f, grid, block, smem, stream);
 }
 
@@ -883,13 +869,13 @@ static __attribute__((noinline, cold)) CUresult launch_close_slow(const struct w
     const struct ws_rec *at = ws_rec_opened(r);
     if (__builtin_expect(!at, 0)) {
         ws_count_lost(1);
-        DRV_FINISH_SLOW(rc, (void)0);
+        WS_FINISH_SLOW(rc, (void)0);
     }
     CUfunction f = (CUfunction)(uintptr_t)at->u[0];
     uint64_t grid = at->u[1], block = at->u[2];
     CUstream stream = (CUstream)(uintptr_t)at->u[3];
     unsigned smem = (unsigned)at->u[4];
-    DRV_FINISH_SLOW(rc, record_launch((uint8_t)(head >> 8), rc, f, grid, block, smem, stream));
+    WS_FINISH_SLOW(rc, record_launch((uint8_t)(head >> 8), rc, f, grid, block, smem, stream));
 }
 
 /*
