@@ -337,8 +337,8 @@ static int window_layout(struct repair *r, size_t at, size_t w, unsigned cfg, co
  * One band repair: free every buffer lying wholly at or above offset a, across all time, and
  * re-solve the temporal components that reach above C. The kept buffers all start below a, so
  * each freed buffer's base (the highest kept top below it in its lifetime) is the whole of the
- * constraint; nothing kept lies above it. a is the size-th highest offset. 1 when every component
- * reaching above C was re-solved, 0 when one was not, -1 on OOM.
+ * constraint; nothing kept lies above it. a is the k-th highest offset, k drawn from [size/2,
+ * size]. 1 when every component reaching above C was re-solved, 0 when one was not, -1 on OOM.
  */
 static int repair_band(struct repair *r, size_t size, unsigned round, struct budget *bud)
 {
@@ -347,6 +347,7 @@ static int repair_band(struct repair *r, size_t size, unsigned round, struct bud
     for (size_t i = 0; i < n; i++)
         r->tops[i] = r->off[i];
     uint64_t a = 0;
+    size = size / 2 + (size_t)rng_below(&r->rng, size / 2 + 1); /* varied bands find more */
     if (size < n) {
         qsort(r->tops, n, sizeof *r->tops, cmp_u64_desc);
         a = r->tops[size];
