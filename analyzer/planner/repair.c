@@ -1,10 +1,11 @@
 /*
  * Exact repair: the decision search applied to a part of a complete layout. With a target
- * capacity C below the layout's peak, a repair picks a buffer ending above C, frees it together
- * with the buffers near the top around it in time, keeps every other buffer where it is, and asks
+ * capacity C below the layout's peak, a repair frees a band: every buffer lying wholly at or above
+ * an offset a (and every buffer ending above C), across all time; every other buffer stays where
+ * it is, and all of those start below a. It asks
  * the decision search for a placement of the freed buffers within C that respects the kept ones:
- * each freed buffer stays above the kept buffers below it and below the kept buffers above it
- * (its base and ceiling, from the current layout, which therefore satisfies them). The freed
+ * each freed buffer stays above the kept buffers below it (its base, from the current layout,
+ * which therefore satisfies it; no kept buffer lies above a freed one). The freed
  * buffers fall apart into temporal components (no buffer of one meets a buffer of another in
  * time); each component is an independent subproblem with a decision search of its own, and only
  * the components that reach above C are solved. A success leaves every buffer of the part within
@@ -235,45 +236,10 @@ static int solve_part(struct repair *r, const uint32_t *comp, size_t k, unsigned
     return 1;
 }
 
-/*
- * One repair around buffer o (ending above r->c) with about `size` freed buffers: the cluster of
- * o, then the buffers meeting its window that end highest. 1 when every component reaching above
- * C was re-solved, 0 when one was not (the others keep their new places: each is valid on its
- * own), -1 on OOM.
- */
-static int repair_around(struct repair *r, uint32_t o, size_t size, unsigned level, unsigned round,
-                         struct budget *bud)
+/* Solve the temporal components of r->freed that reach above C; clears the marks. */
+static int components_solve(struct repair *r, unsigned round, struct budget *bud)
 {
     struct planner *p = r->p;
-    /* The window: the busiest section of o's lifetime, widened by a random number of sections
-     * on each side (more at higher levels). */
-    size_t s0 = time_at(r, p->lo[o]), s1 = time_at(r, p->hi[o]), at = busiest(r, s0, s1);
-    size_t e1 = rng_below(&r->rng, (2ull << level) + 1), e2 = rng_below(&r->rng, (2ull << level) + 1);
-    size_t a = at > e1 ? at - e1 : 0, b = at + 1 + e2 < r->m ? at + 1 + e2 : r->m;
-    int64_t wl = r->t[a], wu = r->t[b];
-    /* The candidates: every buffer meeting the window; free those ending above the size-th
-     * highest top (and every buffer ending above C among them). */
-    struct overlap_ctx ctx = {r, 0, r->freed, 0, 0, 1};
-    for_each_overlap(p, wl, wu, SIZE_MAX, collect_above, &ctx);
-    r->nfreed = ctx.n;
-    uint64_t h = 0;
-    if (r->nfreed > size) {
-        for (size_t k = 0; k < r->nfreed; k++)
-            r->tops[k] = top_at(r, r->freed[k]);
-        qsort(r->tops, r->nfreed, sizeof *r->tops, cmp_u64_desc);
-        h = r->tops[size];
-        if (h >= r->c)
-            h = r->c; /* the buffers above C are always freed */
-        size_t kept = 0;
-        for (size_t k = 0; k < r->nfreed; k++) {
-            uint32_t j = r->freed[k];
-            if (top_at(r, j) > h)
-                r->freed[kept++] = j;
-            else
-                r->mark[j] = 0;
-        }
-        r->nfreed = kept;
-    }
     /* Temporal components of the freed buffers, by a sweep in order of lower. */
     qsort_r(r->freed, r->nfreed, sizeof *r->freed, cmp_by_lower, p);
     int rc = 1;
@@ -365,6 +331,34 @@ static int window_layout(struct repair *r, size_t at, size_t w, unsigned cfg, co
     }
     *peak = top;
     return 1;
+}
+
+/*
+ * One band repair: free every buffer lying wholly at or above offset a, across all time, and
+ * re-solve the temporal components that reach above C. The kept buffers all start below a, so
+ * each freed buffer's base (the highest kept top below it in its lifetime) is the whole of the
+ * constraint; nothing kept lies above it. a is the k-th highest offset, k drawn from [size/2,
+ * size]. 1 when every component reaching above C was re-solved, 0 when one was not, -1 on OOM.
+ */
+static int repair_band(struct repair *r, size_t size, unsigned round, struct budget *bud)
+{
+    struct planner *p = r->p;
+    size_t n = p->n;
+    for (size_t i = 0; i < n; i++)
+        r->tops[i] = r->off[i];
+    uint64_t a = 0;
+    size = size / 2 + (size_t)rng_below(&r->rng, size / 2 + 1); /* varied bands find more */
+    if (size < n) {
+        qsort(r->tops, n, sizeof *r->tops, cmp_u64_desc);
+        a = r->tops[size];
+    }
+    r->nfreed = 0;
+    for (size_t i = 0; i < n; i++)
+        if (r->off[i] >= a || top_at(r, (uint32_t)i) > r->c) {
+            r->mark[i] = 1;
+            r->freed[r->nfreed++] = (uint32_t)i;
+        }
+    return components_solve(r, round, bud);
 }
 
 /* A buffer ending above C, chosen at random; NONE32 when there is none. */
@@ -500,7 +494,7 @@ int repair_search(struct planner *p, struct best_plan *best, uint64_t lower, uin
             continue;
         }
         size_t size = (size_t)24 << level;
-        int res = repair_around(&r, o, size, level, rounds, bud);
+        int res = repair_band(&r, size, rounds, bud);
         if (REPAIR_TRACE)
             fprintf(stderr, "repair t=%.2f c=%llu (+%llu) o=%u size=%zu freed=%zu res=%d used=%llu\n", now_s(),
                     (unsigned long long)r.c, (unsigned long long)(r.c - lower), o, size, r.nfreed, res,
