@@ -83,54 +83,13 @@ static __attribute__((noinline, cold)) void resolve_real(void)
 #define CUDA_HOOK(name, params, args) WS_HOOK_AT(cudaError_t, name, params, args, real.name)
 
 /*
- * The body of every hook's traced half: forward to the real function, then, when WANTED and unless
- * tracing is off or this is the tracer's own call, run RECORD (which sees the result as rc) with
- * errno saved and restored.
- */
-#define FORWARD_AND_RECORD(name, args, RECORD) FORWARD_AND_RECORD_IF(name, args, 1, RECORD)
-#define FORWARD_AND_RECORD_IF(name, args, WANTED, RECORD)                                                              \
-    do {                                                                                                               \
-        __typeof__(real.name) fn = __atomic_load_n(&real.name, __ATOMIC_ACQUIRE);                                      \
-        int first_ = fn == NULL;                                                                                       \
-        if (__builtin_expect(first_, 0) && !(fn = REAL(name)))                                                         \
-            return MISSING;                                                                                            \
-        if (!(WANTED) || !ws_hook_enter_traced(first_))                                                                \
-            return fn args;                                                                                            \
-        cudaError_t rc = fn args;                                                                                      \
-        int saved = *ws_errno();                                                                                       \
-        RECORD;                                                                                                        \
-        ws_hook_leave(saved);                                                                                          \
-        return rc;                                                                                                     \
-    } while (0)
-
-/*
- * A free's record takes its time BEFORE the real call, an allocation's AFTER it (address reuse
- * across threads is ordered only by causality; README, "Reliability"): the allocator may hand a
- * freed address to another thread before the freeing thread's hook runs again, and only these two
- * points make free-time <= reuse-time on every interleaving.  The frees below use this variant
- * of FORWARD_AND_RECORD_IF; RECORD sees the time as `before`.
- */
-#define FORWARD_AND_RECORD_FREE_IF(name, args, WANTED, RECORD)                                                         \
-    do {                                                                                                               \
-        __typeof__(real.name) fn = __atomic_load_n(&real.name, __ATOMIC_ACQUIRE);                                      \
-        int first_ = fn == NULL;                                                                                       \
-        if (__builtin_expect(first_, 0) && !(fn = REAL(name)))                                                         \
-            return MISSING;                                                                                            \
-        if (!(WANTED) || !ws_hook_enter_traced(first_))                                                                \
-            return fn args;                                                                                            \
-        uint64_t before = ws_now();                                                                                    \
-        cudaError_t rc = fn args;                                                                                      \
-        int saved = *ws_errno();                                                                                       \
-        RECORD;                                                                                                        \
-        ws_hook_leave(saved);                                                                                          \
-        return rc;                                                                                                     \
-    } while (0)
-
-/*
  * The traced half of a hot hook (allocation, free, launch): forward, then return FINISH, a call
  * to a leaf that records (ws_rec_put, tracer.h), clears the re-entry guard and answers rc; errno
  * is kept by the leaf's general path, the only one that can change it.  BEFORE runs just before
- * the real call (a free takes its time there).
+ * the real call: a free takes its time there, an allocation after the call (address reuse across
+ * threads is ordered only by causality; README, "Reliability"): the allocator may hand a freed
+ * address to another thread before the freeing thread's hook runs again, and only these two
+ * points make free-time <= reuse-time on every interleaving.
  */
 #define FORWARD_AND_FINISH_IF(name, args, WANTED, BEFORE, FINISH)                                                      \
     do {                                                                                                               \
@@ -144,6 +103,16 @@ static __attribute__((noinline, cold)) void resolve_real(void)
         cudaError_t rc = fn args;                                                                                      \
         return FINISH;                                                                                                 \
     } while (0)
+
+/* The traced half of every other hook: the same, with RECORD (which sees the result as rc) run
+ * with errno saved and restored. */
+#define FORWARD_AND_RECORD(name, args, RECORD)                                                                         \
+    FORWARD_AND_FINISH_IF(name, args, 1, (void)0, ({                                                                   \
+                              int saved_ = *ws_errno();                                                                \
+                              RECORD;                                                                                  \
+                              ws_hook_leave(saved_);                                                                   \
+                              rc;                                                                                      \
+                          }))
 
 static inline void record_alloc(uint8_t api, cudaError_t rc, void *ptr, uint64_t requested, uint64_t bytes,
                                 cudaStream_t stream, uint32_t memory, uint64_t aux)
@@ -165,7 +134,7 @@ static inline void record_alloc(uint8_t api, cudaError_t rc, void *ptr, uint64_t
     ws_rec_commit(1);
 }
 
-/* `ns`: the time taken before the real call (FORWARD_AND_RECORD_FREE_IF). */
+/* `ns`: the time taken before the real call (FORWARD_AND_FINISH_IF says why). */
 static inline void record_free(uint8_t api, cudaError_t rc, void *ptr, cudaStream_t stream, uint32_t memory,
                                uint64_t ns)
 {

@@ -57,7 +57,7 @@ CUresult cuIpcOpenMemHandle(CUdeviceptr *pdptr, CUipcMemHandle handle, unsigned 
 cudaError_t cudaGetDriverEntryPoint_ptsz(const char *symbol, void **funcPtr, unsigned long long flags,
                                          enum cudaDriverEntryPointQueryResult *driverStatus);
 
-/* A free: its time is taken before the call (hooks_cuda.c, FORWARD_AND_RECORD_FREE_IF says why;
+/* A free: its time is taken before the call (hooks_cuda.c, FORWARD_AND_FINISH_IF says why;
  * clock_gettime leaves errno alone);  a free of 0 frees nothing and is not recorded.  RECORD sees
  * the time as `before`. */
 #define DRV_FORWARD_FREE(name, args, handle, RECORD)                                                                   \
