@@ -56,6 +56,9 @@ CUresult cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion, cuuin
 CUresult cuIpcOpenMemHandle(CUdeviceptr *pdptr, CUipcMemHandle handle, unsigned int Flags);
 cudaError_t cudaGetDriverEntryPoint_ptsz(const char *symbol, void **funcPtr, unsigned long long flags,
                                          enum cudaDriverEntryPointQueryResult *driverStatus);
+cudaError_t cudaGetDriverEntryPointByVersion_ptsz(const char *symbol, void **funcPtr, unsigned int cudaVersion,
+                                                  unsigned long long flags,
+                                                  enum cudaDriverEntryPointQueryResult *driverStatus);
 
 /* A free: its time is taken before the call (hooks_cuda.c, FORWARD_AND_FINISH_IF says why;
  * clock_gettime leaves errno alone);  a free of 0 frees nothing and is not recorded.  RECORD sees
@@ -1282,5 +1285,18 @@ WS_EXPORT cudaError_t cudaGetDriverEntryPointByVersion(const char *symbol, void 
         return cudaErrorSharedObjectSymbolNotFound;
     cudaError_t rc = fn(symbol, funcPtr, cudaVersion, flags, driverStatus);
     hand_out_runtime(rc, symbol, funcPtr, cudaVersion, flags, 0, driverStatus);
+    return rc;
+}
+
+/* What cudaGetDriverEntryPointByVersion becomes in code built for the per-thread default stream. */
+WS_EXPORT cudaError_t cudaGetDriverEntryPointByVersion_ptsz(const char *symbol, void **funcPtr,
+                                                            unsigned int cudaVersion, unsigned long long flags,
+                                                            enum cudaDriverEntryPointQueryResult *driverStatus)
+{
+    __typeof__(&cudaGetDriverEntryPointByVersion_ptsz) fn = WS_REAL_FN(cudaGetDriverEntryPointByVersion_ptsz);
+    if (!fn)
+        return cudaErrorSharedObjectSymbolNotFound;
+    cudaError_t rc = fn(symbol, funcPtr, cudaVersion, flags, driverStatus);
+    hand_out_runtime(rc, symbol, funcPtr, cudaVersion, flags, 1, driverStatus);
     return rc;
 }

@@ -498,10 +498,11 @@ cudaError_t cudaDriverGetVersion(int *driverVersion)
     return result(drv.driver_get_version(driverVersion));
 }
 
-/* A symbol the driver does not have is not an error of the call: driverStatus says so. */
-cudaError_t cudaGetDriverEntryPointByVersion(const char *symbol, void **funcPtr, unsigned int cudaVersion,
-                                             unsigned long long flags,
-                                             enum cudaDriverEntryPointQueryResult *driverStatus)
+/* A symbol the driver does not have is not an error of the call: driverStatus says so. The four
+ * lookups share this one directly, not through their exported names: a library's internal calls do
+ * not reach an interposer, and the real runtime's do not. */
+static cudaError_t entry_point(const char *symbol, void **funcPtr, unsigned int cudaVersion, unsigned long long flags,
+                               enum cudaDriverEntryPointQueryResult *driverStatus)
 {
     if (!driver() || !drv.get_proc)
         return fail(cudaErrorInsufficientDriver);
@@ -515,19 +516,32 @@ cudaError_t cudaGetDriverEntryPointByVersion(const char *symbol, void **funcPtr,
     return rc == CUDA_SUCCESS || rc == CUDA_ERROR_NOT_FOUND ? cudaSuccess : result(rc);
 }
 
+cudaError_t cudaGetDriverEntryPointByVersion(const char *symbol, void **funcPtr, unsigned int cudaVersion,
+                                             unsigned long long flags,
+                                             enum cudaDriverEntryPointQueryResult *driverStatus)
+{
+    return entry_point(symbol, funcPtr, cudaVersion, flags, driverStatus);
+}
+
 cudaError_t cudaGetDriverEntryPoint(const char *symbol, void **funcPtr, unsigned long long flags,
                                     enum cudaDriverEntryPointQueryResult *driverStatus)
 {
-    return cudaGetDriverEntryPointByVersion(symbol, funcPtr, CUDART_VERSION, flags, driverStatus);
+    return entry_point(symbol, funcPtr, CUDART_VERSION, flags, driverStatus);
 }
 
-/* With per-thread default streams (cuda_runtime_api.h maps the names so). */
+/* With per-thread default streams (cuda_runtime_api.h maps the names so): there the default
+ * flags mean the per-thread forms, as the runtime's default stream is. */
+static unsigned long long ptsz_flags(unsigned long long flags)
+{
+    return flags == cudaEnableDefault ? cudaEnablePerThreadDefaultStream : flags;
+}
+
 SIM_EXPORT cudaError_t cudaGetDriverEntryPoint_ptsz(const char *symbol, void **funcPtr, unsigned long long flags,
                                                     enum cudaDriverEntryPointQueryResult *driverStatus);
 cudaError_t cudaGetDriverEntryPoint_ptsz(const char *symbol, void **funcPtr, unsigned long long flags,
                                          enum cudaDriverEntryPointQueryResult *driverStatus)
 {
-    return cudaGetDriverEntryPointByVersion(symbol, funcPtr, CUDART_VERSION, flags, driverStatus);
+    return entry_point(symbol, funcPtr, CUDART_VERSION, ptsz_flags(flags), driverStatus);
 }
 SIM_EXPORT cudaError_t cudaGetDriverEntryPointByVersion_ptsz(const char *symbol, void **funcPtr,
                                                              unsigned int cudaVersion, unsigned long long flags,
@@ -536,5 +550,5 @@ cudaError_t cudaGetDriverEntryPointByVersion_ptsz(const char *symbol, void **fun
                                                   unsigned long long flags,
                                                   enum cudaDriverEntryPointQueryResult *driverStatus)
 {
-    return cudaGetDriverEntryPointByVersion(symbol, funcPtr, cudaVersion, flags, driverStatus);
+    return entry_point(symbol, funcPtr, cudaVersion, ptsz_flags(flags), driverStatus);
 }

@@ -47,6 +47,14 @@ static void runtime(void)
            host, free_host, launches);
 }
 
+/* The forms code built with --default-stream per-thread calls (cuda_runtime_api.h renames the
+ * lookups there); declared here, as this program is built for the legacy stream. */
+cudaError_t cudaGetDriverEntryPoint_ptsz(const char *symbol, void **funcPtr, unsigned long long flags,
+                                         enum cudaDriverEntryPointQueryResult *driverStatus);
+cudaError_t cudaGetDriverEntryPointByVersion_ptsz(const char *symbol, void **funcPtr, unsigned int cudaVersion,
+                                                  unsigned long long flags,
+                                                  enum cudaDriverEntryPointQueryResult *driverStatus);
+
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"
 static void entry(void)
@@ -63,7 +71,14 @@ static void entry(void)
                                            cudaEnablePerThreadDefaultStream, &st));
     CHECK(cudaGetDriverEntryPointByVersion("cuMemFreeAsync", (void **)&free_async, 12000,
                                            cudaEnablePerThreadDefaultStream, &st));
-    if (!alloc || !release || !alloc_async || !free_async) {
+    /* Through the per-thread lookups with the default flags: the per-thread forms where there
+     * are any (cuMemFree has none). */
+    CUresult (*alloc_ptsz)(CUdeviceptr *, size_t, CUstream) = NULL;
+    CUresult (*release_ptsz)(CUdeviceptr) = NULL;
+    CHECK(
+        cudaGetDriverEntryPointByVersion_ptsz("cuMemAllocAsync", (void **)&alloc_ptsz, 12000, cudaEnableDefault, &st));
+    CHECK(cudaGetDriverEntryPoint_ptsz("cuMemFree", (void **)&release_ptsz, cudaEnableDefault, &st));
+    if (!alloc || !release || !alloc_async || !free_async || !alloc_ptsz || !release_ptsz) {
         fprintf(stderr, "layers_prog: an entry point is missing\n");
         failures++;
         return;
@@ -76,6 +91,9 @@ static void entry(void)
     CHECK(free_async(a, NULL)), free_asyncs++;
     for (int i = 0; i < 2; i++, frees++)
         CHECK(release(d[i]));
+    CUdeviceptr b;
+    CHECK(alloc_ptsz(&b, 30000, NULL)), async++;
+    CHECK(release_ptsz(b)), frees++;
     CHECK(cudaDeviceSynchronize());
     printf("cuMemAlloc_v2=%u\ncuMemFree_v2=%u\ncuMemAllocAsync_ptsz=%u\ncuMemFreeAsync_ptsz=%u\n", allocs, frees, async,
            free_asyncs);
