@@ -9,6 +9,7 @@
  *               portfolio
  *   lns.c       perturbed orders and the large-neighbourhood search
  *   decision.c  the decision search: is there a layout within capacity C?
+ *   strips.c    perfect packings split along flat strips, the parts given to the decision search
  *   solve.c     ws_plan_solve: the heuristics, the capacity search, the budget
  *   csv.c       the CSV form of problems and solutions
  */
@@ -132,6 +133,10 @@ enum fit { FIT_BEST, FIT_FIRST };
 int planner_init(struct planner *p, const struct ws_plan_buffer *b, const uint32_t *map, size_t m, uint64_t dflt_align,
                  char *err);
 void planner_free(struct planner *p);
+/* The part ids[0..k) of p as a problem of its own (buffer x of sp is ids[x] of p), with its
+ * interval index and nothing else: for the decision search on parts (repair.c, strips.c).
+ * 0, or -1 on OOM; planner_free releases it either way. */
+int planner_subset(struct planner *sp, const struct planner *p, const uint32_t *ids, size_t k);
 uint64_t load_bound_of(const int64_t *lo, const int64_t *hi, const uint64_t *sz, size_t n);
 
 /* index.c */
@@ -258,5 +263,12 @@ int repair_search(struct planner *p, struct best_plan *best, uint64_t lower, uin
  * on the buffers of a window of sections, best fit for the rest), keeping a lower peak. */
 int window_search(struct planner *p, struct best_plan *best, uint64_t lower, uint64_t seed, struct budget *bud,
                   int *improved);
+
+/* strips.c: when every temporal component holds the same bytes in every section (at most
+ * `lower`), look for a layout with each component at exactly its load by splitting it into flat
+ * strips; *solved when best now holds one (proven optimal when the loads reach `lower`). 0, or
+ * -1 on OOM. */
+int strips_solve(struct planner *p, struct best_plan *best, uint64_t lower, uint64_t seed, struct budget *bud,
+                 int *solved);
 
 #endif

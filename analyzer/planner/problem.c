@@ -45,6 +45,26 @@ oom:
     return -1;
 }
 
+int planner_subset(struct planner *sp, const struct planner *p, const uint32_t *ids, size_t k)
+{
+    memset(sp, 0, sizeof *sp);
+    sp->n = k;
+    sp->err = p->err;
+    sp->lo = malloc(k * sizeof *sp->lo + 1);
+    sp->hi = malloc(k * sizeof *sp->hi + 1);
+    sp->sz = malloc(k * sizeof *sp->sz + 1);
+    sp->al = malloc(k * sizeof *sp->al + 1);
+    if (!sp->lo || !sp->hi || !sp->sz || !sp->al)
+        return -1;
+    for (size_t x = 0; x < k; x++) {
+        sp->lo[x] = p->lo[ids[x]];
+        sp->hi[x] = p->hi[ids[x]];
+        sp->sz[x] = p->sz[ids[x]];
+        sp->al[x] = p->al[ids[x]];
+    }
+    return build_index(sp);
+}
+
 void planner_free(struct planner *p)
 {
     free(p->lo);

@@ -181,22 +181,12 @@ static enum decision solve_sub(struct repair *r, const uint32_t *comp, size_t k,
                                uint64_t nodes, struct budget *bud)
 {
     struct planner *p = r->p, *sp = &r->sp;
-    memset(sp, 0, sizeof *sp);
-    sp->n = k;
-    sp->lo = malloc(k * sizeof *sp->lo + 1);
-    sp->hi = malloc(k * sizeof *sp->hi + 1);
-    sp->sz = malloc(k * sizeof *sp->sz + 1);
-    sp->al = malloc(k * sizeof *sp->al + 1);
     enum decision res = DECISION_ERROR;
     struct decider *d = NULL;
-    if (!sp->lo || !sp->hi || !sp->sz || !sp->al)
+    if (planner_subset(sp, p, comp, k))
         goto out;
     for (size_t x = 0; x < k; x++) {
         uint32_t i = comp[x];
-        sp->lo[x] = p->lo[i];
-        sp->hi[x] = p->hi[i];
-        sp->sz[x] = p->sz[i];
-        sp->al[x] = p->al[i];
         if (!bounded)
             continue;
         struct bound_ctx b = {r, i, 0, UINT64_MAX};
@@ -205,7 +195,7 @@ static enum decision solve_sub(struct repair *r, const uint32_t *comp, size_t k,
             r->base[x] = UINT64_MAX;
         r->ceil[x] = b.ceil;
     }
-    if (build_index(sp) || decider_new(&d, sp, r->rng))
+    if (decider_new(&d, sp, r->rng))
         goto out;
     if (bounded)
         decider_bound(d, r->base, r->ceil);

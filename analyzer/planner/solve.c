@@ -21,6 +21,10 @@
  * (on a loaded machine the portfolio alone may take half a second on 12,000 buffers). */
 #define PORTFOLIO_SHARE 0.1
 
+/* Up to this many buffers, problems whose temporal components are flat get the strips. */
+#define STRIPS_MAX 100000
+#define STRIPS_SHARE 0.4
+
 /* From this many buffers on, a time limit starts with the sweep's layout (greedy.c). */
 #define SWEEP_PROBLEM 20000
 
@@ -162,6 +166,13 @@ static int plan_all(struct planner *p, const struct ws_plan_options *o, double t
      * loaded machine they may take most of it; from WINDOWS_FIRST buffers on the windows end at
      * 85 % of the limit), the others end at fixed shares of the limit. */
     int repaired = 0, windowed = 0;
+    if (searching && best->peak > *lower && p->n <= STRIPS_MAX && (!o->work_limit || *work < o->work_limit)) {
+        struct budget bud = share(o, t0, STRIPS_SHARE, *work);
+        int stripped = 0;
+        if (strips_solve(p, best, *lower, o->seed, &bud, &stripped))
+            goto out;
+        *work = bud.used;
+    }
     if (searching && best->peak > *lower && !windows_first) {
         struct budget bud = share(o, t0, 0.02, 0);
         if (bud.deadline > 0)
