@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Planner benchmark: quality and time of `wstrace plan --problem`, one row per problem, all in one
 # run: the shared SOMAS/IOPDDL problems (default options), synthetic hard problems with a known
-# optimum (`planner_gen hard`: rectangles cut into 150-500 pieces, optimum = load bound), speed
-# problems of 1 and 5 million buffers (1 million also with --time-limit 0), and dense inputs (nested lifetimes, identical buffers).
+# optimum (`planner_gen hard`: rectangles cut into 150-600 pieces, optimum = load bound), speed
+# problems of 1 and 5 million buffers (1 million also with --time-limit 0), dense inputs (nested lifetimes, identical buffers),
+# and a line counting how many of a suite of 24 cut rectangles reach the load bound at 300,000 steps.
 # Quality is stated in bytes above the load bound (LB) and above the best proven lower bound;
 # "proven" means the layout is proven optimal. Peak memory is the process's maximum RSS.
 #
@@ -57,10 +58,11 @@ for n in 150 250; do
   "$gen" hard "$n" "$n" >"$work/hard_$n.csv"
   row "$wstrace" new "$work/hard_$n.csv"
 done
-for n in 350 500; do
+for n in 350 500 600; do
   "$gen" hard "$n" "$n" >"$work/hard_$n.csv"
   row "$wstrace" new "$work/hard_$n.csv" --time-limit 10
 done
+row "$wstrace" new "$work/hard_500.csv" --time-limit 0 --work-limit 300000
 sizes="1000000"
 [[ ${WSTRACE_BENCH_QUICK:-0} = 1 ]] || sizes="1000000 5000000"
 "$gen" nested 100000 1 >"$work/nested_100k.csv"
@@ -78,3 +80,22 @@ for n in $sizes; do
   [[ $n != 1000000 ]] || row "$wstrace" new "$work/speed_$n.csv" --time-limit 0
   rm -f "$work/speed_$n.csv"
 done
+
+# A suite of cut rectangles at a step limit (the same on every machine): how many reach the LB.
+echo
+solved=0 total=0 slowest=0 missed=""
+for n in 150 250 350 400 500 600; do
+  for s in 1 2 3 "$n"; do
+    "$gen" hard "$n" "$s" >"$work/suite.csv"
+    /usr/bin/time -f "%e" -o "$work/time" "$wstrace" plan --problem "$work/suite.csv" --json --time-limit 0 \
+      --work-limit 300000 >"$work/out.json"
+    if python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); sys.exit(0 if j["optimal"] and j["peak_bytes"] == j["load_bound_bytes"] else 1)' "$work/out.json"; then
+      solved=$((solved + 1))
+    else
+      missed="$missed hard_${n}_$s"
+    fi
+    total=$((total + 1))
+    slowest=$(python3 -c 'import sys; print(max(float(sys.argv[1]), float(open(sys.argv[2]).read())))' "$slowest" "$work/time")
+  done
+done
+echo "Cut rectangles \`planner_gen hard N S\`, N = 150 250 350 400 500 600, S = 1 2 3 N, \`--time-limit 0 --work-limit 300000\`: $solved of $total at the load bound, proven; slowest ${slowest} s; not at the LB:${missed:- none}."
