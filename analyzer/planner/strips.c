@@ -717,63 +717,188 @@ static uint64_t flat_level(const struct planner *p, const uint32_t *ids, size_t 
     return flat ? level : 0;
 }
 
+/* Lay out every temporal component of q at its load (each must be flat). 1 when all are (in off),
+ * 0 when one is not flat or not solved, -1 on OOM. */
+static int strips_run(struct planner *q, uint64_t *off, uint64_t seed, struct budget *bud)
+{
+    uint32_t *ids = malloc(q->n * sizeof *ids + 1);
+    int rc = -1;
+    if (!ids)
+        return -1;
+    for (size_t i = 0; i < q->n; i++)
+        ids[i] = (uint32_t)i;
+    qsort_r(ids, q->n, sizeof *ids, cmp_lower, q);
+    size_t *ends = malloc(q->n * sizeof *ends + 1), ncomp = 0;
+    uint64_t *levels = malloc(q->n * sizeof *levels + 1);
+    if (!ends || !levels)
+        goto out;
+    rc = 0;
+    /* All components flat first: a problem that is not costs nothing. */
+    for (size_t a = 0; a < q->n; ncomp++) {
+        int64_t reach = q->hi[ids[a]];
+        size_t e = a + 1;
+        for (; e < q->n && q->lo[ids[e]] < reach; e++)
+            reach = q->hi[ids[e]] > reach ? q->hi[ids[e]] : reach;
+        levels[ncomp] = flat_level(q, ids + a, e - a);
+        ends[ncomp] = e;
+        if (levels[ncomp] == 0)
+            goto out;
+        a = e;
+    }
+    struct strips s = {q, off, bud, seed ^ 0x5157u, 0};
+    for (size_t c = 0, a = 0; c < ncomp; a = ends[c++]) {
+        rc = solve_component(&s, ids + a, ends[c] - a, levels[c], 0, 0);
+        if (rc != 1)
+            goto out;
+    }
+out:
+    free(ids);
+    free(ends);
+    free(levels);
+    return rc;
+}
+
+/* Problems whose load fills at least this share of capacity x time are padded to flat. */
+#define PAD_FILL 0.85
+
+struct pad_item {
+    int64_t t;
+    __int128 d;
+};
+
+static int cmp_pad_item(const void *x, const void *y)
+{
+    const struct pad_item *a = x, *b = y;
+    return (a->t > b->t) - (a->t < b->t);
+}
+
+/*
+ * A problem that is a perfect packing with pieces taken out: fill every section of every
+ * temporal component up to `cap` with filler buffers, built as nested pieces (a filler starts
+ * where the free bytes grow and ends, the last started first, where they shrink), so that the
+ * padded problem is flat and has a layout within cap when the free bytes of the original's
+ * layouts can be cut the same way. The fillers are buffers n.. of *out (alignment 1); 0 with
+ * *out NULL when the problem fills less than PAD_FILL of cap x time; -1 on OOM.
+ */
+static int pad_problem(const struct planner *p, uint64_t cap, struct planner *out, int *made)
+{
+    struct pad_item *ev = malloc(2 * p->n * sizeof *ev + 1);
+    struct ws_plan_buffer *b = NULL;
+    struct {
+        int64_t t;
+        uint64_t sz;
+    } *open = NULL;
+    uint32_t *map = NULL;
+    size_t nb = p->n, bcap = 2 * p->n + 16, nopen = 0;
+    int rc = -1;
+    *made = 0;
+    if (!ev)
+        return -1;
+    for (size_t i = 0; i < p->n; i++) {
+        ev[2 * i] = (struct pad_item){p->lo[i], (__int128)p->sz[i]};
+        ev[2 * i + 1] = (struct pad_item){p->hi[i], -(__int128)p->sz[i]};
+    }
+    qsort(ev, 2 * p->n, sizeof *ev, cmp_pad_item);
+    /* How full: the load's area against cap x the components' spans. */
+    __int128 live = 0, area = 0, full = 0;
+    for (size_t x = 0; x < 2 * p->n;) {
+        int64_t t = ev[x].t;
+        for (; x < 2 * p->n && ev[x].t == t; x++)
+            live += ev[x].d;
+        if (x < 2 * p->n && live > 0) {
+            __int128 len = (__int128)ev[x].t - t;
+            area += live * len;
+            full += (__int128)cap * len;
+        }
+    }
+    if (full == 0 || (double)area < PAD_FILL * (double)full) {
+        rc = 0;
+        goto out;
+    }
+    b = malloc(bcap * sizeof *b);
+    open = malloc((2 * p->n + 1) * sizeof *open);
+    if (!b || !open)
+        goto out;
+    for (size_t i = 0; i < p->n; i++)
+        b[i] = (struct ws_plan_buffer){i, p->lo[i], p->hi[i], p->sz[i], p->al[i], 0};
+    live = 0;
+    uint64_t cur = 0; /* bytes of the open fillers */
+    for (size_t x = 0; x < 2 * p->n;) {
+        int64_t t = ev[x].t;
+        for (; x < 2 * p->n && ev[x].t == t; x++)
+            live += ev[x].d;
+        uint64_t want = x < 2 * p->n && live > 0 ? (uint64_t)((__int128)cap - live) : 0;
+        while (cur > want) { /* close the last opened, part of it when that is enough */
+            uint64_t take = open[nopen - 1].sz <= cur - want ? open[nopen - 1].sz : cur - want;
+            if (nb == bcap) {
+                struct ws_plan_buffer *nbuf = realloc(b, 2 * bcap * sizeof *b);
+                if (!nbuf)
+                    goto out;
+                b = nbuf, bcap *= 2;
+            }
+            b[nb] = (struct ws_plan_buffer){nb, open[nopen - 1].t, t, take, 1, 0};
+            nb++;
+            cur -= take;
+            if ((open[nopen - 1].sz -= take) == 0)
+                nopen--;
+        }
+        if (want > cur) {
+            open[nopen++].t = t;
+            open[nopen - 1].sz = want - cur;
+            cur = want;
+        }
+    }
+    map = malloc(nb * sizeof *map + 1);
+    if (!map)
+        goto out;
+    for (size_t i = 0; i < nb; i++)
+        map[i] = (uint32_t)i;
+    if (planner_init(out, b, map, nb, 1, p->err))
+        goto out;
+    *made = 1;
+    rc = 0;
+out:
+    free(ev);
+    free(b);
+    free(open);
+    free(map);
+    return rc;
+}
+
 int strips_solve(struct planner *p, struct best_plan *best, uint64_t lower, uint64_t seed, struct budget *bud,
                  int *solved)
 {
     *solved = 0;
-    uint32_t *ids = malloc(p->n * sizeof *ids + 1);
     uint64_t *off = malloc(p->n * sizeof *off + 1);
-    int rc = -1;
-    if (!ids || !off)
-        goto out;
-    for (size_t i = 0; i < p->n; i++)
-        ids[i] = (uint32_t)i;
-    qsort_r(ids, p->n, sizeof *ids, cmp_lower, p);
-    /* Every temporal component must be flat within `lower`; otherwise this is not for it. */
-    for (size_t a = 0; a < p->n;) {
-        int64_t reach = p->hi[ids[a]];
-        size_t e = a + 1;
-        for (; e < p->n && p->lo[ids[e]] < reach; e++)
-            reach = p->hi[ids[e]] > reach ? p->hi[ids[e]] : reach;
-        uint64_t level = flat_level(p, ids + a, e - a);
-        if (level == 0 || level > lower) {
-            rc = 0;
-            goto out;
+    struct planner q;
+    int padded = 0, r = -1;
+    if (!off)
+        return -1;
+    r = strips_run(p, off, seed, bud);
+    if (r == 0 && !budget_spent(bud)) {
+        /* Not flat (or not solved flat): a perfect packing with pieces taken out, padded. */
+        if (pad_problem(p, lower, &q, &padded)) {
+            r = -1;
+        } else if (padded) {
+            uint64_t *qoff = malloc(q.n * sizeof *qoff + 1);
+            r = qoff ? strips_run(&q, qoff, seed, bud) : -1;
+            if (r == 1)
+                memcpy(off, qoff, p->n * sizeof *off);
+            free(qoff);
+            planner_free(&q);
         }
-        a = e;
     }
-    struct strips s = {p, off, bud, seed ^ 0x5157u, 0};
-    memcpy(off, best->off, p->n * sizeof *off);
-    rc = 0;
-    for (size_t a = 0; a < p->n && rc == 0;) {
-        int64_t reach = p->hi[ids[a]];
-        size_t e = a + 1;
-        for (; e < p->n && p->lo[ids[e]] < reach; e++)
-            reach = p->hi[ids[e]] > reach ? p->hi[ids[e]] : reach;
-        int r = solve_component(&s, ids + a, e - a, flat_level(p, ids + a, e - a), 0, 0);
-        if (r < 0)
-            goto out;
-        if (r == 0)
-            break;
-        a = e;
-        if (a == p->n)
-            *solved = 1;
-    }
-    if (*solved) {
+    if (r == 1) {
         uint64_t peak = 0;
         for (size_t i = 0; i < p->n; i++)
             peak = off[i] + p->sz[i] > peak ? off[i] + p->sz[i] : peak;
         if (peak < best->peak) {
             memcpy(best->off, off, p->n * sizeof *off);
             best->peak = peak;
-            best->name = "strips";
-        } else {
-            *solved = 0;
+            best->name = padded ? "strips-padded" : "strips";
+            *solved = 1;
         }
     }
-    rc = 0;
-out:
-    free(ids);
     free(off);
-    return rc;
+    return r < 0 ? -1 : 0;
 }

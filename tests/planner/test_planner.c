@@ -414,6 +414,36 @@ Test(planner, strips_prove_the_load_bound_of_cut_rectangles_of_400_to_600_pieces
     cr_expect_geq(solved, total - 1, "only %d of %d at the load bound", solved, total);
 }
 
+Test(planner, strips_pad_cut_rectangles_with_pieces_taken_out)
+{
+    /* A cut rectangle of 2^20 bytes x 1000 steps without three of its pieces (as public suites of
+     * hard problems are made): the cut is still a layout of peak 2^20, and where a moment still
+     * holds 2^20 bytes that is the load bound, so the optimum. The sections are no longer flat;
+     * filled up with nested filler pieces they are again, and split along strips. */
+    int solved = 0, total = 0;
+    for (uint64_t seed = 1; seed <= 8; seed++) {
+        struct ws_plan_buffer *b = calloc(400, sizeof *b);
+        size_t n = cut_rectangle_w(b, 400, 1u << 20, 1000, seed * 31);
+        uint64_t s = seed;
+        for (int k = 0; k < 3; k++) { /* take out three pieces */
+            size_t x = lcg(&s) % n;
+            b[x] = b[--n];
+            b[x].id = x;
+        }
+        struct ws_plan_result r = solve(b, n, 1, 300000);
+        if (r.load_bound_bytes != 1u << 20) { /* no full moment left: not this test's case */
+            free(b);
+            continue;
+        }
+        cr_expect_eq(r.lower_bound_bytes, 1u << 20);
+        solved += r.peak_bytes == 1u << 20;
+        total++;
+        free(b);
+    }
+    cr_expect_geq(total, 6, "only %d instances kept a full moment", total);
+    cr_expect_geq(solved, total - 1, "only %d of %d at the load bound", solved, total);
+}
+
 Test(planner, strips_keep_every_alignment)
 {
     /* A rectangle cut across its addresses at multiples of 64, each piece aligned to what its
