@@ -14,9 +14,6 @@ static inline size_t record_next_size(uint64_t *state)
 }
 
 /* The k-th size (k from 0) of the loop that is killed: never two equal sizes in a row. */
-static inline size_t record_loop_size(uint64_t k)
-{
-    return (size_t)(256 + (k * 7919) % 100003);
-}
+static inline size_t record_loop_size(uint64_t k) { return (size_t)(256 + (k * 7919) % 100003); }
 
 #endif

@@ -543,8 +543,8 @@ Test(driver, hot_hooks_record_the_same_rows_under_either_clock)
 
 /* ---- the record path ---------------------------------------------------------------------------- */
 
-#define HANDOFF_N    20000
-#define HANDOFF_SEED 20260
+#define HANDOFF_N         20000
+#define HANDOFF_SEED      20260
 #define SQLITE_ROW_OK(st) (sqlite3_step(st) == SQLITE_ROW)
 
 /*
@@ -578,8 +578,8 @@ Test(driver, pointers_freed_by_another_thread_keep_their_order_under_either_cloc
         cr_expect_eq((unsigned long long)tu_kv(r.out, "sum"), sum, "the program's sizes are the sequence's");
         tu_result_free(&r);
         sqlite3 *db = tu_open(trace);
-        cr_expect_eq(tu_int(db, "SELECT COUNT(*) FROM allocations WHERE api = 'cudaMalloc'"), HANDOFF_N,
-                     "monotonic %d", monotonic);
+        cr_expect_eq(tu_int(db, "SELECT COUNT(*) FROM allocations WHERE api = 'cudaMalloc'"), HANDOFF_N, "monotonic %d",
+                     monotonic);
         cr_expect_eq(tu_int(db, "SELECT COUNT(*) FROM allocations WHERE api <> 'cudaMalloc'"), 0,
                      "monotonic %d: allocations the runtime made itself", monotonic);
         cr_expect_eq(tu_int(db, "SELECT COUNT(*) FROM api_errors"), 0, "monotonic %d", monotonic);
@@ -625,8 +625,8 @@ static uint64_t next_random(uint64_t *state)
 /*
  * A program killed with SIGKILL at several moments while it allocates: `wstrace collect` on the
  * spool it left gives a prefix of what it did, whatever the moment and under either clock (the
- * trials alternate): at least the 100 pairs it had made before it said so, the j-th allocation of record_loop_size(j) bytes, every allocation but
- * perhaps the last freed, nothing torn, no error.
+ * trials alternate): at least the 100 pairs it had made before it said so, the j-th allocation of
+ * record_loop_size(j) bytes, every allocation but perhaps the last freed, nothing torn, no error.
  */
 Test(driver, a_killed_program_leaves_a_prefix_of_its_allocations, .timeout = 600)
 {
@@ -658,8 +658,7 @@ Test(driver, a_killed_program_leaves_a_prefix_of_its_allocations, .timeout = 600
         struct tu_result r;
         tu_finish(&p, &r);
         cr_assert_eq(got, 1, "trial %d: the program never got going:\n%s%s", trial, r.out, r.err);
-        cr_assert(!r.exited && r.signal == SIGKILL, "trial %d: exit %d signal %d:\n%s", trial, r.code, r.signal,
-                  r.err);
+        cr_assert(!r.exited && r.signal == SIGKILL, "trial %d: exit %d signal %d:\n%s", trial, r.code, r.signal, r.err);
         tu_result_free(&r);
         const char *cargv[] = {TU_WSTRACE, "collect", spool, NULL};
         tu_run(&r, NULL, cargv);
@@ -678,8 +677,9 @@ Test(driver, a_killed_program_leaves_a_prefix_of_its_allocations, .timeout = 600
                      0, "trial %d", trial);
         cr_expect_eq(tu_int(db, "SELECT value FROM meta WHERE key='corrupt_records'"), 0, "trial %d", trial);
         sqlite3_stmt *st;
-        cr_assert_eq(sqlite3_prepare_v2(db, "SELECT requested_bytes, bytes FROM allocations ORDER BY id", -1, &st, NULL),
-                     SQLITE_OK);
+        cr_assert_eq(
+            sqlite3_prepare_v2(db, "SELECT requested_bytes, bytes FROM allocations ORDER BY id", -1, &st, NULL),
+            SQLITE_OK);
         long long j = 0, wrong = 0;
         for (; SQLITE_ROW_OK(st); j++)
             if ((size_t)sqlite3_column_int64(st, 0) != record_loop_size((uint64_t)j) ||
@@ -718,8 +718,8 @@ Test(driver, hooked_calls_leave_errno_alone)
         tu_path(trace, sizeof trace, monotonic ? "errno_monotonic.db" : "errno_auto.db");
         const char *env[] = {SIM_PATH, monotonic ? "WSTRACE_CLOCK=monotonic" : "WSTRACE_CLOCK=auto", NULL};
         tu_run_traced(&r, trace, env, argv);
-        cr_assert(r.exited && r.code == 0, "monotonic %d: exit %d (3: errno changed):\n%s%s", monotonic, r.code,
-                  r.out, r.err);
+        cr_assert(r.exited && r.code == 0, "monotonic %d: exit %d (3: errno changed):\n%s%s", monotonic, r.code, r.out,
+                  r.err);
         sqlite3 *db = tu_open(trace);
         cr_expect_gt(tu_kv(r.out, "cudaMalloc"), 0);
         cr_expect_eq(allocs_of(db, "cudaMalloc"), tu_kv(r.out, "cudaMalloc"), "monotonic %d", monotonic);
