@@ -1,8 +1,13 @@
 /* The driver layer end to end: programs on the simulated driver under libwstrace.so, their traces
  * checked with SQL against the counts the programs made themselves (their "key=value" output). */
 #include <criterion/criterion.h>
+#include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
+#include "record_sizes.h"
 #include "trace_util.h"
 
 #define SIM_PATH     "LD_LIBRARY_PATH=" WS_BUILD_DIR "/lib/sim"
@@ -533,5 +538,199 @@ Test(driver, hot_hooks_record_the_same_rows_under_either_clock)
         cr_expect_str_eq(got[0][i], got[1][i], "query %d differs between the clocks", i);
         free(got[0][i]);
         free(got[1][i]);
+    }
+}
+
+/* ---- the record path ---------------------------------------------------------------------------- */
+
+#define HANDOFF_N         20000
+#define HANDOFF_SEED      20260
+#define SQLITE_ROW_OK(st) (sqlite3_step(st) == SQLITE_ROW)
+
+/*
+ * Thread A allocates, thread B frees what A hands it through a queue, under either clock: the
+ * trace has exactly the program's N cudaMalloc rows, the k-th of the sizes the seeded sequence
+ * gives (computed here, record_sizes.h), each freed by the other thread no earlier than it was
+ * allocated.  The simulated runtime itself allocates nothing: every other allocation row is
+ * counted and must be none.
+ */
+Test(driver, pointers_freed_by_another_thread_keep_their_order_under_either_clock, .timeout = 600)
+{
+    uint64_t state = HANDOFF_SEED;
+    size_t *sizes = malloc(HANDOFF_N * sizeof *sizes);
+    cr_assert_not_null(sizes);
+    unsigned long long sum = 0;
+    for (int k = 0; k < HANDOFF_N; k++)
+        sum += sizes[k] = record_next_size(&state);
+    char n_arg[32], seed_arg[32];
+    snprintf(n_arg, sizeof n_arg, "%d", HANDOFF_N);
+    snprintf(seed_arg, sizeof seed_arg, "%d", HANDOFF_SEED);
+    for (int monotonic = 0; monotonic <= 1; monotonic++) {
+        char trace[512];
+        tu_path(trace, sizeof trace, monotonic ? "handoff_monotonic.db" : "handoff_auto.db");
+        const char *env[] = {SIM_PATH, monotonic ? "WSTRACE_CLOCK=monotonic" : "WSTRACE_CLOCK=auto", NULL};
+        const char *argv[] = {PROG("driver_record_prog"), "handoff", n_arg, seed_arg, NULL};
+        struct tu_result r;
+        tu_run_traced(&r, trace, env, argv);
+        cr_assert(r.exited && r.code == 0, "record_prog handoff failed (%d):\n%s%s", r.code, r.out, r.err);
+        cr_assert_eq(tu_kv(r.out, "mallocs"), HANDOFF_N);
+        cr_assert_eq(tu_kv(r.out, "frees"), HANDOFF_N);
+        cr_expect_eq((unsigned long long)tu_kv(r.out, "sum"), sum, "the program's sizes are the sequence's");
+        tu_result_free(&r);
+        sqlite3 *db = tu_open(trace);
+        cr_expect_eq(tu_int(db, "SELECT COUNT(*) FROM allocations WHERE api = 'cudaMalloc'"), HANDOFF_N, "monotonic %d",
+                     monotonic);
+        cr_expect_eq(tu_int(db, "SELECT COUNT(*) FROM allocations WHERE api <> 'cudaMalloc'"), 0,
+                     "monotonic %d: allocations the runtime made itself", monotonic);
+        cr_expect_eq(tu_int(db, "SELECT COUNT(*) FROM api_errors"), 0, "monotonic %d", monotonic);
+        cr_expect_eq((unsigned long long)tu_int(db, "SELECT SUM(requested_bytes) FROM allocations "
+                                                    "WHERE api = 'cudaMalloc'"),
+                     sum, "monotonic %d", monotonic);
+        cr_expect_eq(tu_int(db, "SELECT COUNT(*) FROM allocations WHERE api = 'cudaMalloc' AND (free_ns IS NULL "
+                                "OR free_ns < alloc_ns OR free_api <> 'cudaFree' OR free_thread_id = thread_id "
+                                "OR status <> 0)"),
+                     0, "monotonic %d: every allocation freed, by the other thread, after it was made", monotonic);
+        /* the k-th row (in the order of the calls) has the k-th size */
+        sqlite3_stmt *st;
+        cr_assert_eq(sqlite3_prepare_v2(db,
+                                        "SELECT requested_bytes, bytes FROM allocations WHERE api = 'cudaMalloc' "
+                                        "ORDER BY id",
+                                        -1, &st, NULL),
+                     SQLITE_OK);
+        int k = 0, wrong = 0;
+        for (; SQLITE_ROW_OK(st); k++)
+            if (k >= HANDOFF_N || (size_t)sqlite3_column_int64(st, 0) != sizes[k] ||
+                (size_t)sqlite3_column_int64(st, 1) != sizes[k]) {
+                if (wrong++ == 0)
+                    cr_expect_fail("monotonic %d: allocation %d has %lld bytes, not %zu", monotonic, k,
+                                   (long long)sqlite3_column_int64(st, 0), k < HANDOFF_N ? sizes[k] : 0);
+            }
+        sqlite3_finalize(st);
+        cr_expect_eq(k, HANDOFF_N);
+        cr_expect_eq(wrong, 0, "monotonic %d: %d allocations out of place", monotonic, wrong);
+        sqlite3_close(db);
+    }
+    free(sizes);
+}
+
+/* A pseudo-random number (a fixed seed: the same moments on every run). */
+static uint64_t next_random(uint64_t *state)
+{
+    *state ^= *state << 13;
+    *state ^= *state >> 7;
+    *state ^= *state << 17;
+    return *state;
+}
+
+/*
+ * A program killed with SIGKILL at several moments while it allocates: `wstrace collect` on the
+ * spool it left gives a prefix of what it did, whatever the moment and under either clock (the
+ * trials alternate): at least the 100 pairs it had made before it said so, the j-th allocation of
+ * record_loop_size(j) bytes, every allocation but perhaps the last freed, nothing torn, no error.
+ */
+Test(driver, a_killed_program_leaves_a_prefix_of_its_allocations, .timeout = 600)
+{
+    uint64_t state = 0x9e3779b97f4a7c15ULL;
+    for (int trial = 0; trial < 6; trial++) {
+        char trace[512], spool[600], output[600], fd_arg[16];
+        char name[32];
+        snprintf(name, sizeof name, "killed%d.db", trial);
+        tu_path(trace, sizeof trace, name);
+        snprintf(spool, sizeof spool, "%s.spool", trace);
+        snprintf(output, sizeof output, "WSTRACE_OUTPUT=%s", trace);
+        int fds[2];
+        cr_assert_eq(pipe(fds), 0);
+        snprintf(fd_arg, sizeof fd_arg, "%d", fds[1]);
+        struct tu_proc p;
+        const char *env[] = {SIM_PATH, tu_tracer_preload(), output,
+                             trial % 2 ? "WSTRACE_CLOCK=monotonic" : "WSTRACE_CLOCK=auto", NULL};
+        const char *argv[] = {PROG("driver_record_prog"), "loop", fd_arg, NULL};
+        tu_start(&p, env, argv);
+        close(fds[1]);
+        char c = 0;
+        ssize_t got = read(fds[0], &c, 1); /* after its first 100 pairs (0: it died before) */
+        close(fds[0]);
+        /* then 0 to ~20 ms more, by a spin of a pseudo-random length: a moment in the loop */
+        uint64_t spins = next_random(&state) % 20000;
+        for (volatile uint64_t i = 0; i < spins * 1000; i++)
+            ;
+        kill(p.pid, SIGKILL);
+        struct tu_result r;
+        tu_finish(&p, &r);
+        cr_assert_eq(got, 1, "trial %d: the program never got going:\n%s%s", trial, r.out, r.err);
+        cr_assert(!r.exited && r.signal == SIGKILL, "trial %d: exit %d signal %d:\n%s", trial, r.code, r.signal, r.err);
+        tu_result_free(&r);
+        const char *cargv[] = {TU_WSTRACE, "collect", spool, NULL};
+        tu_run(&r, NULL, cargv);
+        cr_assert(r.exited && r.code == 0, "trial %d: collect: exit %d: %s", trial, r.code, r.err);
+        tu_result_free(&r);
+        sqlite3 *db = tu_open(trace);
+        long long allocs = tu_int(db, "SELECT COUNT(*) FROM allocations");
+        cr_expect_geq(allocs, 100, "trial %d: %lld allocations", trial, allocs);
+        cr_expect_eq(tu_int(db, "SELECT COUNT(*) FROM allocations WHERE api <> 'cudaMalloc' OR status <> 0"), 0,
+                     "trial %d", trial);
+        cr_expect_eq(tu_int(db, "SELECT COUNT(*) FROM api_errors"), 0, "trial %d", trial);
+        cr_expect_leq(tu_int(db, "SELECT COUNT(*) FROM allocations WHERE free_ns IS NULL"), 1,
+                      "trial %d: only the last allocation may be unfreed", trial);
+        cr_expect_eq(tu_int(db, "SELECT COUNT(*) FROM allocations WHERE free_ns IS NULL AND id <> "
+                                "(SELECT MAX(id) FROM allocations)"),
+                     0, "trial %d", trial);
+        cr_expect_eq(tu_int(db, "SELECT value FROM meta WHERE key='corrupt_records'"), 0, "trial %d", trial);
+        sqlite3_stmt *st;
+        cr_assert_eq(
+            sqlite3_prepare_v2(db, "SELECT requested_bytes, bytes FROM allocations ORDER BY id", -1, &st, NULL),
+            SQLITE_OK);
+        long long j = 0, wrong = 0;
+        for (; SQLITE_ROW_OK(st); j++)
+            if ((size_t)sqlite3_column_int64(st, 0) != record_loop_size((uint64_t)j) ||
+                (size_t)sqlite3_column_int64(st, 1) != record_loop_size((uint64_t)j)) {
+                if (wrong++ == 0)
+                    cr_expect_fail("trial %d: allocation %lld has %lld bytes, not %zu", trial, j,
+                                   (long long)sqlite3_column_int64(st, 0), record_loop_size((uint64_t)j));
+            }
+        sqlite3_finalize(st);
+        cr_expect_eq(j, allocs);
+        cr_expect_eq(wrong, 0, "trial %d: %lld allocations are not the program's", trial, wrong);
+        sqlite3_close(db);
+    }
+}
+
+/*
+ * errno is the program's: set to a sentinel before each hooked call kind (runtime and driver
+ * allocation, free, launch; a failed allocation), it is unchanged after, untraced and traced under
+ * either clock (the counter's fill-before path and the general path).  The traced runs recorded
+ * every call, so the checks saw the hooks at work.
+ */
+Test(driver, hooked_calls_leave_errno_alone)
+{
+    const char *argv[] = {PROG("driver_record_prog"), "errno", NULL};
+    struct tu_result r;
+    const char *plain_env[] = {SIM_PATH, NULL};
+    tu_run(&r, plain_env, argv);
+    cr_expect(r.exited && r.code == 0, "untraced: exit %d:\n%s%s", r.code, r.out, r.err);
+    tu_result_free(&r);
+    const char *disabled_env[] = {SIM_PATH, "WSTRACE_DISABLE=1", tu_tracer_preload(), NULL};
+    tu_run(&r, disabled_env, argv);
+    cr_expect(r.exited && r.code == 0, "WSTRACE_DISABLE=1: exit %d:\n%s%s", r.code, r.out, r.err);
+    tu_result_free(&r);
+    for (int monotonic = 0; monotonic <= 1; monotonic++) {
+        char trace[512];
+        tu_path(trace, sizeof trace, monotonic ? "errno_monotonic.db" : "errno_auto.db");
+        const char *env[] = {SIM_PATH, monotonic ? "WSTRACE_CLOCK=monotonic" : "WSTRACE_CLOCK=auto", NULL};
+        tu_run_traced(&r, trace, env, argv);
+        cr_assert(r.exited && r.code == 0, "monotonic %d: exit %d (3: errno changed):\n%s%s", monotonic, r.code, r.out,
+                  r.err);
+        sqlite3 *db = tu_open(trace);
+        cr_expect_gt(tu_kv(r.out, "cudaMalloc"), 0);
+        cr_expect_eq(allocs_of(db, "cudaMalloc"), tu_kv(r.out, "cudaMalloc"), "monotonic %d", monotonic);
+        cr_expect_eq(tu_int(db, "SELECT COUNT(*) FROM allocations WHERE api = 'cudaMalloc' AND status <> 0"),
+                     tu_kv(r.out, "failed"), "monotonic %d", monotonic);
+        cr_expect_eq(frees_of(db, "cudaFree"), tu_kv(r.out, "cudaFree"), "monotonic %d", monotonic);
+        cr_expect_eq(launches_of(db, "cudaLaunchKernel"), tu_kv(r.out, "cudaLaunchKernel"), "monotonic %d", monotonic);
+        cr_expect_eq(allocs_of(db, "cuMemAlloc_v2"), tu_kv(r.out, "cuMemAlloc_v2"), "monotonic %d", monotonic);
+        cr_expect_eq(frees_of(db, "cuMemFree_v2"), tu_kv(r.out, "cuMemFree_v2"), "monotonic %d", monotonic);
+        cr_expect_eq(launches_of(db, "cuLaunchKernel"), tu_kv(r.out, "cuLaunchKernel"), "monotonic %d", monotonic);
+        sqlite3_close(db);
+        tu_result_free(&r);
     }
 }
