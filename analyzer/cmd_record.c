@@ -117,13 +117,12 @@ static int recover_spool(const char *trace, int keep)
     if (use != WS_SPOOL_STALE)
         return 0;
     struct ws_collect_stats st;
-    if (ws_collect_spool(spool, trace, &st, err, sizeof err) != 0) {
+    /* Removed under its lock: a process that starts tracing into TRACE meanwhile keeps its spool. */
+    if (ws_collect_spool_ex(spool, trace, keep ? 0 : WS_COLLECT_REMOVE_SPOOL, &st, NULL, NULL, err, sizeof err) != 0) {
         ws_error("record: %s; the spool is kept: run 'wstrace collect %s'", err, spool);
         return -1;
     }
     fprintf(stderr, "wstrace: recovered %s from its spool (%llu records)\n", trace, (unsigned long long)st.records);
-    if (!keep)
-        unlink(spool);
     return 0;
 }
 

@@ -803,13 +803,13 @@ static void recover_descendant(void *ctx, long pid, const char *trace, const cha
     if (use != WS_SPOOL_STALE || h.start_realtime_ns < since_realtime_ns || h.collected_ns)
         return; /* a spool of an earlier run is left for `wstrace collect` */
     struct ws_collect_stats stats;
-    if (ws_collect_spool(spool, trace, &stats, err, sizeof err) != 0) {
+    /* Removed under its lock, so that a spool of the same name made meanwhile is not touched. */
+    unsigned flags = g.keep_spool ? 0 : WS_COLLECT_REMOVE_SPOOL;
+    if (ws_collect_spool_ex(spool, trace, flags, &stats, NULL, NULL, err, sizeof err) != 0) {
         warn("process %ld ended without converting its trace: %s; run 'wstrace collect %s'", pid, err, spool);
         return;
     }
     warn("process %ld ended without converting its trace; it is converted into %s", pid, trace);
-    if (!g.keep_spool)
-        unlink(spool);
 }
 
 /* The spools OUTPUT.<pid>.spool of processes of this run that are gone (recover_descendant). */
