@@ -86,8 +86,7 @@ int cmd_collect(int argc, char **argv)
         snprintf(what, sizeof what, "collecting %s", argv[i]);
         ws_progress_begin(&progress, what, "records", 0);
         unsigned flags = keep ? 0 : WS_COLLECT_REMOVE_SPOOL;
-        int failed =
-            ws_collect_spool_ex(argv[i], path, flags, &st, on_progress, &progress, err, sizeof err) != 0;
+        int failed = ws_collect_spool_ex(argv[i], path, flags, &st, on_progress, &progress, err, sizeof err) != 0;
         ws_progress_end(&progress);
         if (failed) {
             ws_error("%s; the spool is kept", err);

@@ -698,6 +698,18 @@ Test(trace, sigkill_recovered_by_collect)
     tu_result_free(&r);
 }
 
+/* collect --help says what becomes of a spool: removed once converted, kept otherwise. */
+Test(trace, collect_help_says_what_becomes_of_the_spool)
+{
+    struct tu_result r;
+    tu_run(&r, NULL, ((const char *const[]){TU_WSTRACE, "collect", "--help", NULL}));
+    cr_assert(r.exited && r.code == 0, "exit %d: %s", r.code, r.err);
+    cr_expect_not_null(strstr(r.out, "--keep-spool"), "%s", r.out);
+    cr_expect_not_null(strstr(r.out, "is then removed"), "%s", r.out);
+    cr_expect_not_null(strstr(r.out, "cannot be converted is kept"), "%s", r.out);
+    tu_result_free(&r);
+}
+
 /* A spool that cannot be converted (its trace cannot be written) is kept, with one error line and
  * exit status 2, and still recovers in full later; --keep-spool keeps it after a conversion. */
 Test(trace, sigkill_spool_kept_when_collect_fails)
