@@ -117,51 +117,37 @@ static int recover_spool(const char *trace, int keep)
     if (use != WS_SPOOL_STALE)
         return 0;
     struct ws_collect_stats st;
-    if (ws_collect_spool(spool, trace, &st, err, sizeof err) != 0) {
+    /* Removed under its lock: a process that starts tracing into TRACE meanwhile keeps its spool. */
+    if (ws_collect_spool_ex(spool, trace, keep ? 0 : WS_COLLECT_REMOVE_SPOOL, &st, NULL, NULL, err, sizeof err) != 0) {
         ws_error("record: %s; the spool is kept: run 'wstrace collect %s'", err, spool);
         return -1;
     }
     fprintf(stderr, "wstrace: recovered %s from its spool (%llu records)\n", trace, (unsigned long long)st.records);
-    if (!keep)
-        unlink(spool);
     return 0;
 }
 
-/* The spools of forked children (TRACE.<pid>.spool) whose process is gone. */
+struct recover_ctx {
+    int keep, failed;
+};
+
+/* The spool of a forked child (TRACE.<pid>.spool) whose process is gone. */
+static void recover_child(void *ctx, long pid, const char *child, const char *spool)
+{
+    struct recover_ctx *rc = ctx;
+    (void)pid;
+    struct stat t, sp;
+    if (stat(child, &t) == 0 && stat(spool, &sp) == 0 && t.st_mtime >= sp.st_mtime)
+        return; /* converted already (a spool kept by --keep-spool) */
+    if (recover_spool(child, rc->keep) != 0)
+        rc->failed = 1;
+}
+
+/* The spools of forked children whose process is gone. */
 static void recover_children(const char *trace, int keep, int *failed)
 {
-    char dir[PATH_MAX];
-    snprintf(dir, sizeof dir, "%s", trace);
-    char *slash = strrchr(dir, '/');
-    if (!slash)
-        return;
-    *slash = 0;
-    const char *base = slash + 1;
-    size_t blen = strlen(base);
-    DIR *d = opendir(dir[0] ? dir : "/");
-    if (!d)
-        return;
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL) {
-        const char *name = e->d_name;
-        if (strncmp(name, base, blen) != 0 || name[blen] != '.')
-            continue;
-        char *end;
-        long pid = strtol(name + blen + 1, &end, 10);
-        if (end == name + blen + 1 || strcmp(end, ".spool") != 0 || pid <= 0)
-            continue;
-        if (kill((pid_t)pid, 0) == 0 || errno != ESRCH)
-            continue; /* still running: it converts its own spool when it exits */
-        char child[PATH_MAX + 32], spool[PATH_MAX + 64];
-        snprintf(child, sizeof child, "%s.%ld", trace, pid);
-        snprintf(spool, sizeof spool, "%s.spool", child);
-        struct stat t, sp;
-        if (stat(child, &t) == 0 && stat(spool, &sp) == 0 && t.st_mtime >= sp.st_mtime)
-            continue; /* converted already (wstrace collect keeps its input) */
-        if (recover_spool(child, keep) != 0)
-            *failed = 1;
-    }
-    closedir(d);
+    struct recover_ctx rc = {keep, *failed};
+    ws_spool_scan_dead(trace, recover_child, &rc);
+    *failed = rc.failed;
 }
 
 /* The traces TRACE.<pid> that processes of this run wrote (modified since it started), in pid

@@ -2104,6 +2104,15 @@ int ws_collect_spool_ex(const char *spool_path, const char *db_path, unsigned fl
         goto out;
     }
     rc = 0;
+    if (flags & WS_COLLECT_REMOVE_SPOOL) {
+        /* Under the spool's lock: nobody else converts it, and the name still is that file. */
+        if (lock_fd < 0)
+            stats->spool_errno = EBUSY; /* never locked, and its writer still runs */
+        else if (ws_spool_remove_stale(spool_path, lock_fd) == 0)
+            stats->spool_removed = 1;
+        else
+            stats->spool_errno = errno ? errno : EIO;
+    }
 out:
     if (rc != 0 && err[0] == 0)
         snprintf(err, errlen, "%s: cannot write the trace", db_path);

@@ -17,6 +17,8 @@ struct ws_collect_stats {
     uint64_t lost_records;    /* counted by the tracer: could not be kept */
     uint64_t corrupt_records; /* malformed records, or records cut off a truncated spool, skipped by the reader */
     int clean_exit;           /* the traced process ended normally */
+    int spool_removed;        /* WS_COLLECT_REMOVE_SPOOL: the spool was removed */
+    int spool_errno;          /* WS_COLLECT_REMOVE_SPOOL: why it was kept after all (EBUSY: its writer still runs) */
 };
 
 /* Write the trace for spool_path into db_path (replaced atomically: a temporary file, created
@@ -37,6 +39,12 @@ int ws_collect_spool_progress(const char *spool_path, const char *db_path, struc
 /* Flags of ws_collect_spool_ex. */
 enum {
     WS_COLLECT_OWNER = 1u, /* the caller is the spool's writer and holds its lock (libwstrace.so at exit) */
+    /* Remove the spool once its trace is written in full (renamed into place), while its lock is
+     * still held, so that no later spool of the same name is touched.  A spool that fails to
+     * convert is always kept; so is one that was never locked and whose writer still runs, and one
+     * that cannot be removed (stats->spool_errno says why).  Not with WS_COLLECT_OWNER: the writer
+     * removes its own spool. */
+    WS_COLLECT_REMOVE_SPOOL = 2u,
 };
 /* Both of the above, with flags (progress may be NULL). */
 int ws_collect_spool_ex(const char *spool_path, const char *db_path, unsigned flags, struct ws_collect_stats *stats,

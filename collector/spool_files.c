@@ -218,3 +218,35 @@ int ws_temp_remove_stale(const char *trace)
     closedir(d);
     return removed;
 }
+
+void ws_spool_scan_dead(const char *trace, ws_dead_spool_fn fn, void *ctx)
+{
+    char dir[PATH_MAX];
+    if (snprintf(dir, sizeof dir, "%s", trace) >= (int)sizeof dir)
+        return;
+    char *slash = strrchr(dir, '/');
+    if (!slash)
+        return;
+    *slash = 0;
+    const char *base = slash + 1;
+    size_t blen = strlen(base);
+    DIR *d = opendir(dir[0] ? dir : "/");
+    if (!d)
+        return;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        const char *name = e->d_name;
+        char *end;
+        if (strncmp(name, base, blen) != 0 || name[blen] != '.')
+            continue;
+        long pid = strtol(name + blen + 1, &end, 10);
+        if (end == name + blen + 1 || strcmp(end, ".spool") != 0 || pid <= 0 || pid == (long)getpid() ||
+            kill((pid_t)pid, 0) == 0 || errno != ESRCH)
+            continue; /* not a child's spool, or its process still runs and converts it itself */
+        char child[PATH_MAX + 32], spool[PATH_MAX + 64];
+        snprintf(child, sizeof child, "%s.%ld", trace, pid);
+        snprintf(spool, sizeof spool, "%s.spool", child);
+        fn(ctx, pid, child, spool);
+    }
+    closedir(d);
+}

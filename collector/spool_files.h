@@ -60,4 +60,15 @@ int ws_temp_create(const char *trace, char *tmp, size_t len, int *fd);
  * a file still locked or whose writer runs is left alone.  Returns how many were removed. */
 int ws_temp_remove_stale(const char *trace);
 
+/* Called by ws_spool_scan_dead for the spool of each process that is gone: pid, its trace
+ * "<trace>.<pid>" and its spool "<trace>.<pid>.spool".  The callback decides whether and how to
+ * convert it (it must probe the spool itself: the scan does not take its lock). */
+typedef void (*ws_dead_spool_fn)(void *ctx, long pid, const char *child_trace, const char *spool);
+
+/* The spools "<trace>.<pid>.spool" beside trace whose process pid is gone (not the caller, and
+ * kill(pid, 0) fails with ESRCH): fn is called once for each, in directory order.  A trace
+ * without a folder part (no '/') is not scanned.  Used by libwstrace.so at exit and by
+ * `wstrace record` to convert the spools of children killed before converting theirs. */
+void ws_spool_scan_dead(const char *trace, ws_dead_spool_fn fn, void *ctx);
+
 #endif

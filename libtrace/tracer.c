@@ -6,7 +6,6 @@
  */
 #include "tracer.h"
 
-#include <dirent.h>
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -788,53 +787,35 @@ static int ignore_sigxfsz(struct sigaction *old)
     return sigaction(SIGXFSZ, &ign, old) == 0;
 }
 
-/* The spools OUTPUT.<pid>.spool of processes of this run (started no earlier than this one) that
- * ended without converting them: a forked child killed by a signal.  Under `wstrace record` the
- * recorder would convert them; under plain LD_PRELOAD nobody else will.  A spool another process
- * holds or still writes is left to it (the collector takes its lock).  One line per recovery. */
+/* The spool of a process of this run (started no earlier than this one) that ended without
+ * converting it: a forked child killed by a signal.  Under `wstrace record` the recorder would
+ * convert it; under plain LD_PRELOAD nobody else will.  A spool another process holds or still
+ * writes is left to it (the collector takes its lock).  One line per recovery. */
+static void recover_descendant(void *ctx, long pid, const char *trace, const char *spool)
+{
+    uint64_t since_realtime_ns = *(const uint64_t *)ctx;
+    char err[1024];
+    int fd;
+    struct ws_spool_header h;
+    enum ws_spool_use use = ws_spool_probe(spool, &fd, &h);
+    if (fd >= 0)
+        close(fd);
+    if (use != WS_SPOOL_STALE || h.start_realtime_ns < since_realtime_ns || h.collected_ns)
+        return; /* a spool of an earlier run is left for `wstrace collect` */
+    struct ws_collect_stats stats;
+    /* Removed under its lock, so that a spool of the same name made meanwhile is not touched. */
+    unsigned flags = g.keep_spool ? 0 : WS_COLLECT_REMOVE_SPOOL;
+    if (ws_collect_spool_ex(spool, trace, flags, &stats, NULL, NULL, err, sizeof err) != 0) {
+        warn("process %ld ended without converting its trace: %s; run 'wstrace collect %s'", pid, err, spool);
+        return;
+    }
+    warn("process %ld ended without converting its trace; it is converted into %s", pid, trace);
+}
+
+/* The spools OUTPUT.<pid>.spool of processes of this run that are gone (recover_descendant). */
 static void recover_descendants(uint64_t since_realtime_ns)
 {
-    char dir[PATH_MAX];
-    snprintf(dir, sizeof dir, "%s", g.base_output);
-    char *slash = strrchr(dir, '/');
-    if (!slash)
-        return;
-    *slash = 0;
-    const char *base = slash + 1;
-    size_t blen = strlen(base);
-    DIR *d = opendir(dir[0] ? dir : "/");
-    if (!d)
-        return;
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL) {
-        const char *name = e->d_name;
-        char *end;
-        if (strncmp(name, base, blen) != 0 || name[blen] != '.')
-            continue;
-        long pid = strtol(name + blen + 1, &end, 10);
-        if (end == name + blen + 1 || strcmp(end, ".spool") != 0 || pid <= 0 || pid == (long)getpid() ||
-            kill((pid_t)pid, 0) == 0 || errno != ESRCH)
-            continue; /* not a child's spool, or its process still runs and converts it itself */
-        char trace[PATH_MAX + 32], spool[PATH_MAX + 64], err[1024];
-        snprintf(trace, sizeof trace, "%s.%ld", g.base_output, pid);
-        snprintf(spool, sizeof spool, "%s.spool", trace);
-        int fd;
-        struct ws_spool_header h;
-        enum ws_spool_use use = ws_spool_probe(spool, &fd, &h);
-        if (fd >= 0)
-            close(fd);
-        if (use != WS_SPOOL_STALE || h.start_realtime_ns < since_realtime_ns || h.collected_ns)
-            continue; /* a spool of an earlier run is left for `wstrace collect` */
-        struct ws_collect_stats stats;
-        if (ws_collect_spool(spool, trace, &stats, err, sizeof err) != 0) {
-            warn("process %ld ended without converting its trace: %s; run 'wstrace collect %s'", pid, err, spool);
-            continue;
-        }
-        warn("process %ld ended without converting its trace; it is converted into %s", pid, trace);
-        if (!g.keep_spool)
-            unlink(spool);
-    }
-    closedir(d);
+    ws_spool_scan_dead(g.base_output, recover_descendant, &since_realtime_ns);
 }
 
 void ws_tracer_stop(void)

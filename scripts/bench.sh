@@ -75,7 +75,7 @@ bench_collector() {
     LD_PRELOAD="$lib/libwstrace.so" WSTRACE_OUTPUT="$tmp/collect.db" WSTRACE_COLLECT=0 \
         "$bin/ws_hookbench" "$iterations" >/dev/null
     /usr/bin/time -f "%e %U %S %M" -o "$tmp/collect.time" \
-        "$bin/wstrace" collect -o "$tmp/collect.db" "$spool" >"$tmp/collect.txt"
+        "$bin/wstrace" collect --keep-spool -o "$tmp/collect.db" "$spool" >"$tmp/collect.txt"
     local wall user sys rss records
     read -r wall user sys rss <"$tmp/collect.time"
     records=$(sqlite3 "$tmp/collect.db" "SELECT value FROM meta WHERE key='records'")

@@ -96,7 +96,7 @@ trial_collect() {
         "${traced[@]}" WSTRACE_OUTPUT=$d/src.db WSTRACE_COLLECT=0 "$prog" stress 1 $pairs >/dev/null 2>&1 || h=1
         collect_spool=$d/src.db.spool
     fi
-    "$wstrace" collect "$collect_spool" -o "$d/out.db" >/dev/null 2>&1 &
+    "$wstrace" collect --keep-spool "$collect_spool" -o "$d/out.db" >/dev/null 2>&1 &
     local pid=$!
     pause 1500
     kill -9 "$pid" 2>/dev/null
@@ -108,7 +108,7 @@ trial_collect() {
         ((n < pairs)) && l=1
         ((n > pairs)) && i=1
     fi
-    "$wstrace" collect "$collect_spool" -o "$d/out.db" >/dev/null 2>"$d/err" || l=1
+    "$wstrace" collect --keep-spool "$collect_spool" -o "$d/out.db" >/dev/null 2>"$d/err" || l=1
     ls "$d" | grep -q 'out\.db\.tmp' && i=1 # a temporary file left behind counts as a file nobody made
     local n e
     n=$(q "$d/out.db" "SELECT COUNT(*) FROM allocations WHERE free_ns IS NOT NULL AND bytes = 256")

@@ -680,6 +680,8 @@ static void run_killed(const char *trace)
     tu_result_free(&r);
 }
 
+/* Under plain LD_PRELOAD a killed program leaves its spool; collect turns it into the trace of
+ * every allocation the program said it made, then removes the spool as a normal exit does. */
 Test(trace, sigkill_recovered_by_collect)
 {
     char trace[512], spool[600];
@@ -690,8 +692,59 @@ Test(trace, sigkill_recovered_by_collect)
     struct tu_result r;
     tu_run(&r, NULL, ((const char *const[]){TU_WSTRACE, "collect", spool, NULL}));
     cr_assert(r.exited && r.code == 0, "collect: exit %d: %s", r.code, r.err);
+    cr_expect_str_empty(r.err);
     check_killed_trace(trace);
+    cr_expect_not(tu_exists(spool), "a spool converted in full is removed");
     tu_result_free(&r);
+}
+
+/* collect --help says what becomes of a spool: removed once converted, kept otherwise. */
+Test(trace, collect_help_says_what_becomes_of_the_spool)
+{
+    struct tu_result r;
+    tu_run(&r, NULL, ((const char *const[]){TU_WSTRACE, "collect", "--help", NULL}));
+    cr_assert(r.exited && r.code == 0, "exit %d: %s", r.code, r.err);
+    cr_expect_not_null(strstr(r.out, "--keep-spool"), "%s", r.out);
+    cr_expect_not_null(strstr(r.out, "is then removed"), "%s", r.out);
+    cr_expect_not_null(strstr(r.out, "cannot be converted is kept"), "%s", r.out);
+    tu_result_free(&r);
+}
+
+/* A spool that cannot be converted (its trace cannot be written) is kept, with one error line and
+ * exit status 2, and still recovers in full later; --keep-spool keeps it after a conversion. */
+Test(trace, sigkill_spool_kept_when_collect_fails)
+{
+    char trace[512], spool[600], bad[600];
+    trace_path(trace, sizeof trace);
+    snprintf(spool, sizeof spool, "%s.spool", trace);
+    tu_path(bad, sizeof bad, "missing-folder/t.db");
+    run_killed(trace);
+    cr_assert(tu_exists(spool));
+    struct stat before, after;
+    cr_assert_eq(stat(spool, &before), 0);
+    struct tu_result r;
+    tu_run(&r, NULL, ((const char *const[]){TU_WSTRACE, "collect", "-o", bad, spool, NULL}));
+    cr_expect(r.exited && r.code == 2, "collect to an unwritable path: exit %d signal %d", r.code, r.signal);
+    cr_expect_eq(tu_lines(r.err), 1, "stderr: %s", r.err);
+    cr_expect_not_null(strstr(r.err, "the spool is kept"), "stderr: %s", r.err);
+    cr_expect_not(tu_exists(bad));
+    tu_result_free(&r);
+    cr_assert(tu_exists(spool), "a spool that could not be converted is kept");
+    cr_assert_eq(stat(spool, &after), 0);
+    cr_expect_eq(after.st_size, before.st_size, "the kept spool is untouched");
+
+    tu_run(&r, NULL, ((const char *const[]){TU_WSTRACE, "collect", "--keep-spool", spool, NULL}));
+    cr_assert(r.exited && r.code == 0, "collect --keep-spool: exit %d: %s", r.code, r.err);
+    tu_result_free(&r);
+    check_killed_trace(trace);
+    cr_expect(tu_exists(spool), "--keep-spool keeps the spool");
+
+    cr_assert_eq(unlink(trace), 0);
+    tu_run(&r, NULL, ((const char *const[]){TU_WSTRACE, "collect", spool, NULL}));
+    cr_assert(r.exited && r.code == 0, "collect: exit %d: %s", r.code, r.err);
+    tu_result_free(&r);
+    check_killed_trace(trace);
+    cr_expect_not(tu_exists(spool));
 }
 
 Test(trace, sigkill_recovered_by_record)
@@ -885,10 +938,10 @@ Test(trace, collect_zero_leaves_the_spool_keep_spool_keeps_it)
     cr_expect_eq(tu_int(db, "SELECT COUNT(*) FROM allocations WHERE bytes=4096 AND free_ns IS NOT NULL"), 1);
     cr_expect_eq(tu_int(db, "SELECT value FROM meta WHERE key='clean_exit'"), 1);
     sqlite3_close(db);
+    cr_expect_not(tu_exists(spool), "collect removes the spool it converted");
     tu_result_free(&r);
 
     unlink(trace);
-    unlink(spool);
     tu_run_traced(&r, trace, ENV("WSTRACE_KEEP_SPOOL=1"), ARGV("plain", "0"));
     cr_assert(r.exited && r.code == 0);
     cr_expect(tu_exists(trace));
@@ -1258,6 +1311,7 @@ Test(trace, collect_refuses_bad_input)
     cr_assert_eq(truncate(spool, WS_SPOOL_HEADER_BYTES / 2), 0);
     expect_collect_refuses(spool);
     cr_expect_not(tu_exists(trace), "no trace from a refused spool");
+    cr_expect(tu_exists(spool), "a refused spool is kept");
 }
 
 /* Records a reader trusts in chunk c: the `committed` ones, then those that published themselves
