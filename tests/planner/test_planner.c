@@ -337,23 +337,32 @@ Test(planner, search_never_makes_the_plan_worse)
 /* Cut a HEIGHT x WIDTH rectangle (addresses x time) into pieces by guillotine cuts: every moment
  * is covered by pieces summing to HEIGHT, so the load bound is HEIGHT and the cut itself is a
  * layout of exactly that peak. */
-static size_t cut_rectangle_w(struct ws_plan_buffer *b, size_t n, uint64_t height, int64_t width, uint64_t seed)
+/* The cuts themselves: r[0] = [0, width) x [0, height), then random pieces cut in time (one
+ * cut in time_in; at whole steps) or across addresses (at multiples of unit) until n pieces. */
+static size_t cut_rects(int64_t (*r)[4], size_t n, int64_t width, int64_t height, int64_t unit, unsigned time_in,
+                        uint64_t seed)
 {
-    int64_t(*r)[4] = calloc(n, sizeof *r); /* t0, t1, a0, a1 */
     size_t count = 1;
     uint64_t s = seed;
-    r[0][0] = 0, r[0][1] = width, r[0][2] = 0, r[0][3] = (int64_t)height;
-    for (int tries = 0; count < n && tries < 10000; tries++) {
+    r[0][0] = 0, r[0][1] = width, r[0][2] = 0, r[0][3] = height;
+    for (int tries = 0; count < n && tries < 100000; tries++) {
         size_t x = lcg(&s) % count;
-        int axis = (int)(lcg(&s) % 2) * 2; /* 0: time, 2: address */
-        int64_t len = r[x][axis + 1] - r[x][axis];
+        int axis = lcg(&s) % time_in == 0 ? 0 : 2; /* 0: time, 2: address */
+        int64_t u = axis ? unit : 1, len = (r[x][axis + 1] - r[x][axis]) / u;
         if (len < 2)
             continue;
-        int64_t cut = r[x][axis] + 1 + (int64_t)(lcg(&s) % (uint64_t)(len - 1));
+        int64_t cut = r[x][axis] + u * (1 + (int64_t)(lcg(&s) % (uint64_t)(len - 1)));
         memcpy(r[count], r[x], sizeof r[x]);
         r[x][axis + 1] = r[count][axis] = cut;
         count++;
     }
+    return count;
+}
+
+static size_t cut_rectangle_w(struct ws_plan_buffer *b, size_t n, uint64_t height, int64_t width, uint64_t seed)
+{
+    int64_t(*r)[4] = calloc(n, sizeof *r); /* t0, t1, a0, a1 */
+    size_t count = cut_rects(r, n, width, (int64_t)height, 1, 2, seed);
     for (size_t i = 0; i < count; i++)
         b[i] =
             (struct ws_plan_buffer){.id = i, .lower = r[i][0], .upper = r[i][1], .size = (uint64_t)(r[i][3] - r[i][2])};
@@ -455,20 +464,7 @@ Test(planner, strips_keep_every_alignment)
     for (uint64_t seed = 1; seed <= 6; seed++) {
         struct ws_plan_buffer b[400];
         int64_t r[400][4];
-        size_t count = 1;
-        uint64_t s = seed;
-        r[0][0] = 0, r[0][1] = 1000, r[0][2] = 0, r[0][3] = 256 * 4096;
-        for (int tries = 0; count < 400 && tries < 100000; tries++) {
-            size_t x = lcg(&s) % count;
-            int axis = (int)(lcg(&s) % 2) * 2;
-            int64_t unit = axis ? 64 : 1, len = (r[x][axis + 1] - r[x][axis]) / unit;
-            if (len < 2)
-                continue;
-            int64_t cut = r[x][axis] + unit * (1 + (int64_t)(lcg(&s) % (uint64_t)(len - 1)));
-            memcpy(r[count], r[x], sizeof r[x]);
-            r[x][axis + 1] = r[count][axis] = cut;
-            count++;
-        }
+        size_t count = cut_rects(r, 400, 1000, 256 * 4096, 64, 2, seed);
         for (size_t i = 0; i < count; i++)
             b[i] = (struct ws_plan_buffer){.id = i,
                                            .lower = r[i][0],
@@ -721,20 +717,7 @@ Test(planner, a_time_limit_that_has_passed_still_gives_a_valid_layout_of_a_large
 static size_t cut_stacks(struct ws_plan_buffer *b, size_t n, uint64_t height, uint64_t seed)
 {
     int64_t(*r)[4] = calloc(n, sizeof *r); /* t0, t1, a0, a1 */
-    size_t count = 1;
-    uint64_t s = seed;
-    r[0][0] = 0, r[0][1] = 100, r[0][2] = 0, r[0][3] = (int64_t)height;
-    for (int tries = 0; count < n && tries < 10000; tries++) {
-        size_t x = lcg(&s) % count;
-        int axis = lcg(&s) % 4 == 0 ? 0 : 2; /* 0: time, 2: address */
-        int64_t unit = axis ? 64 : 1, len = (r[x][axis + 1] - r[x][axis]) / unit;
-        if (len < 2)
-            continue;
-        int64_t cut = r[x][axis] + unit * (1 + (int64_t)(lcg(&s) % (uint64_t)(len - 1)));
-        memcpy(r[count], r[x], sizeof r[x]);
-        r[x][axis + 1] = r[count][axis] = cut;
-        count++;
-    }
+    size_t count = cut_rects(r, n, 100, (int64_t)height, 64, 4, seed);
     for (size_t i = 0; i < count; i++)
         b[i] = (struct ws_plan_buffer){.id = i,
                                        .lower = r[i][0],
