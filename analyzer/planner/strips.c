@@ -17,14 +17,16 @@
  * Finding a flat set: one buffer is taken into S; then every inner time at which the buffers of S
  * do not balance (as many bytes end there as start) is balanced by a subset of the undecided
  * buffers that start or end there, which decides all of them; the time with the fewest undecided
- * buffers goes first, and a time that no subset can balance ends the branch. Every flat set
- * containing the first buffer is reachable, and the first one found is split off. A flat set that
+ * buffers goes first, and a time that no subset can balance ends the branch. A second buffer is
+ * kept out (S = everything is no split); every flat set with the one and without the other is
+ * reachable, and the first one found is split off. A flat set that
  * is not a strip of any layout within L leaves one side without a layout; then the next first
  * buffer is tried. Each side is solved the same way: its temporal components, the small ones by
  * the decision search at their level, the others by another split.
  *
- * Everything counts against the budget (a balancing step or a decision node is one step), memory
- * is linear in the component, and a failure changes nothing: the caller keeps its layout.
+ * Everything counts against the budget (a decision node is one step, BALANCE_STEPS balancing
+ * steps are one), memory is linear in the component, and a failure changes nothing: the caller
+ * keeps its layout.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -112,25 +114,6 @@ static void flat_free(struct flat *f)
     memset(f, 0, sizeof *f);
 }
 
-static int cmp_i64(const void *x, const void *y)
-{
-    int64_t a = *(const int64_t *)x, b = *(const int64_t *)y;
-    return (a > b) - (a < b);
-}
-
-static uint32_t node_of(const int64_t *t, size_t n, int64_t v)
-{
-    size_t a = 0, b = n;
-    while (a < b) {
-        size_t mid = a + (b - a) / 2;
-        if (t[mid] < v)
-            a = mid + 1;
-        else
-            b = mid;
-    }
-    return (uint32_t)a;
-}
-
 /* Build the search of the component ids[0..k). 0, or -1 on OOM. */
 static int flat_init(struct flat *f, const struct planner *p, const uint32_t *ids, size_t k)
 {
@@ -145,7 +128,10 @@ static int flat_init(struct flat *f, const struct planner *p, const uint32_t *id
         t[2 * x] = p->lo[ids[x]];
         t[2 * x + 1] = p->hi[ids[x]];
     }
-    qsort(t, 2 * k, sizeof *t, cmp_i64);
+    if (sort_i64(t, 2 * k)) {
+        free(t);
+        return -1;
+    }
     size_t nt = 0;
     for (size_t x = 0; x < 2 * k; x++)
         if (nt == 0 || t[x] != t[nt - 1])
@@ -176,8 +162,8 @@ static int flat_init(struct flat *f, const struct planner *p, const uint32_t *id
         return -1;
     }
     for (size_t x = 0; x < k; x++) {
-        f->a[x] = node_of(t, nt, p->lo[ids[x]]);
-        f->b[x] = node_of(t, nt, p->hi[ids[x]]);
+        f->a[x] = (uint32_t)first_at_or_after(t, nt, p->lo[ids[x]]);
+        f->b[x] = (uint32_t)first_at_or_after(t, nt, p->hi[ids[x]]);
         f->incs[f->a[x] + 1]++;
         f->incs[f->b[x] + 1]++;
     }
@@ -518,10 +504,10 @@ static int split(struct strips *s, uint32_t *ids, size_t k, uint64_t level, uint
     struct flat f;
     uint32_t *mine = malloc(k * sizeof *mine + 1);
     struct seed_item *seeds = malloc(k * sizeof *seeds + 1);
-    unsigned char *spent = calloc(SEEDS, 1);
+    unsigned char spent[SEEDS] = {0};
     uint32_t pick_seed[SEEDS], pick_anti[SEEDS];
     int rc = -1;
-    if (!mine || !seeds || !spent)
+    if (!mine || !seeds)
         goto out;
     memcpy(mine, ids, k * sizeof *ids);
     for (size_t x = 0; x < k; x++)
@@ -641,7 +627,6 @@ static int split(struct strips *s, uint32_t *ids, size_t k, uint64_t level, uint
 out:
     free(mine);
     free(seeds);
-    free(spent);
     return rc;
 }
 
@@ -668,45 +653,78 @@ static int solve_component(struct strips *s, uint32_t *ids, size_t k, uint64_t l
     return direct(s, ids, k, level, base, 16 * (uint64_t)k + 4096);
 }
 
+/* The end of the temporal component that starts at ids[a] (ids sorted by lower). */
+static size_t component_end(const struct planner *p, const uint32_t *ids, size_t k, size_t a)
+{
+    int64_t reach = p->hi[ids[a]];
+    size_t e = a + 1;
+    for (; e < k && p->lo[ids[e]] < reach; e++)
+        reach = p->hi[ids[e]] > reach ? p->hi[ids[e]] : reach;
+    return e;
+}
+
 /* The buffers ids[0..k), every section of each temporal component holding `level` bytes (the
  * parts of a flat set are flat), laid out within it from base. */
 static int solve_set(struct strips *s, uint32_t *ids, size_t k, uint64_t level, uint64_t base, int depth)
 {
-    struct planner *p = s->p;
-    qsort_r(ids, k, sizeof *ids, cmp_lower, p);
-    for (size_t a = 0; a < k;) {
-        int64_t reach = p->hi[ids[a]];
-        size_t e = a + 1;
-        for (; e < k && p->lo[ids[e]] < reach; e++)
-            reach = p->hi[ids[e]] > reach ? p->hi[ids[e]] : reach;
+    qsort_r(ids, k, sizeof *ids, cmp_lower, s->p);
+    for (size_t a = 0, e; a < k; a = e) {
+        e = component_end(s->p, ids, k, a);
         int r = solve_component(s, ids + a, e - a, level, base, depth);
         if (r != 1)
             return r;
-        a = e;
     }
     return 1;
 }
 
-/* The load of the component ids[0..k) if it is the same in every section, else 0. */
+/* A lifetime's start (+size) or end (-size). */
+struct event {
+    int64_t t;
+    __int128 d;
+};
+
+static int cmp_event(const void *x, const void *y)
+{
+    const struct event *a = x, *b = y;
+    return (a->t > b->t) - (a->t < b->t);
+}
+
+/* The 2k events of the buffers ids[0..k) (NULL: all of p), by time; NULL on OOM. */
+static struct event *events_of(const struct planner *p, const uint32_t *ids, size_t k)
+{
+    struct event *ev = malloc(2 * k * sizeof *ev + 1);
+    if (!ev)
+        return NULL;
+    for (size_t x = 0; x < k; x++) {
+        uint32_t i = ids ? ids[x] : (uint32_t)x;
+        ev[2 * x] = (struct event){p->lo[i], (__int128)p->sz[i]};
+        ev[2 * x + 1] = (struct event){p->hi[i], -(__int128)p->sz[i]};
+    }
+    qsort(ev, 2 * k, sizeof *ev, cmp_event);
+    return ev;
+}
+
+/* The bytes alive from events ev[*x] on, after all of one time (*t) are applied to *live; the
+ * next section starts at ev[*x].t (*x == n: none). */
+static void next_section(const struct event *ev, size_t n, size_t *x, int64_t *t, __int128 *live)
+{
+    *t = ev[*x].t;
+    for (; *x < n && ev[*x].t == *t; (*x)++)
+        *live += ev[*x].d;
+}
+
+/* The load of the component ids[0..k) if it is the same in every section, else 0 (also on OOM). */
 static uint64_t flat_level(const struct planner *p, const uint32_t *ids, size_t k)
 {
-    int64_t(*ev)[2] = malloc(2 * k * sizeof *ev + 1);
+    struct event *ev = events_of(p, ids, k);
     uint64_t level = 0;
     if (!ev)
         return 0;
-    for (size_t x = 0; x < k; x++) {
-        ev[2 * x][0] = p->lo[ids[x]], ev[2 * x][1] = (int64_t)ids[x] + 1;
-        ev[2 * x + 1][0] = p->hi[ids[x]], ev[2 * x + 1][1] = -(int64_t)ids[x] - 1;
-    }
-    qsort(ev, 2 * k, sizeof *ev, cmp_i64); /* by time only: a section is checked when it ends */
     __int128 live = 0;
     int flat = 1;
     for (size_t x = 0; x < 2 * k && flat;) {
-        int64_t t = ev[x][0];
-        for (; x < 2 * k && ev[x][0] == t; x++) {
-            uint32_t i = (uint32_t)((ev[x][1] > 0 ? ev[x][1] : -ev[x][1]) - 1);
-            live += ev[x][1] > 0 ? (__int128)p->sz[i] : -(__int128)p->sz[i];
-        }
+        int64_t t;
+        next_section(ev, 2 * k, &x, &t, &live);
         if (x < 2 * k) {
             if (level == 0)
                 level = (uint64_t)live;
@@ -717,33 +735,26 @@ static uint64_t flat_level(const struct planner *p, const uint32_t *ids, size_t 
     return flat ? level : 0;
 }
 
-/* Lay out every temporal component of q at its load (each must be flat). 1 when all are (in off),
- * 0 when one is not flat or not solved, -1 on OOM. */
+/* Lay out every temporal component of q at its load. 1 when all are (in off), 0 when one is not
+ * solved, 2 when one is not flat (nothing tried), -1 on OOM. */
 static int strips_run(struct planner *q, uint64_t *off, uint64_t seed, struct budget *bud)
 {
     uint32_t *ids = malloc(q->n * sizeof *ids + 1);
+    size_t *ends = malloc(q->n * sizeof *ends + 1), ncomp = 0;
+    uint64_t *levels = malloc(q->n * sizeof *levels + 1);
     int rc = -1;
-    if (!ids)
-        return -1;
+    if (!ids || !ends || !levels)
+        goto out;
     for (size_t i = 0; i < q->n; i++)
         ids[i] = (uint32_t)i;
     qsort_r(ids, q->n, sizeof *ids, cmp_lower, q);
-    size_t *ends = malloc(q->n * sizeof *ends + 1), ncomp = 0;
-    uint64_t *levels = malloc(q->n * sizeof *levels + 1);
-    if (!ends || !levels)
-        goto out;
-    rc = 0;
     /* All components flat first: a problem that is not costs nothing. */
-    for (size_t a = 0; a < q->n; ncomp++) {
-        int64_t reach = q->hi[ids[a]];
-        size_t e = a + 1;
-        for (; e < q->n && q->lo[ids[e]] < reach; e++)
-            reach = q->hi[ids[e]] > reach ? q->hi[ids[e]] : reach;
-        levels[ncomp] = flat_level(q, ids + a, e - a);
-        ends[ncomp] = e;
+    rc = 2;
+    for (size_t a = 0; a < q->n; a = ends[ncomp++]) {
+        ends[ncomp] = component_end(q, ids, q->n, a);
+        levels[ncomp] = flat_level(q, ids + a, ends[ncomp] - a);
         if (levels[ncomp] == 0)
             goto out;
-        a = e;
     }
     struct strips s = {q, off, bud, seed ^ 0x5157u, 0};
     for (size_t c = 0, a = 0; c < ncomp; a = ends[c++]) {
@@ -761,28 +772,17 @@ out:
 /* Problems whose load fills at least this share of capacity x time are padded to flat. */
 #define PAD_FILL 0.85
 
-struct pad_item {
-    int64_t t;
-    __int128 d;
-};
-
-static int cmp_pad_item(const void *x, const void *y)
-{
-    const struct pad_item *a = x, *b = y;
-    return (a->t > b->t) - (a->t < b->t);
-}
-
 /*
  * A problem that is a perfect packing with pieces taken out: fill every section of every
  * temporal component up to `cap` with filler buffers, built as nested pieces (a filler starts
  * where the free bytes grow and ends, the last started first, where they shrink), so that the
  * padded problem is flat and has a layout within cap when the free bytes of the original's
- * layouts can be cut the same way. The fillers are buffers n.. of *out (alignment 1); 0 with
- * *out NULL when the problem fills less than PAD_FILL of cap x time; -1 on OOM.
+ * layouts can be cut the same way. The fillers are buffers n.. of *out (alignment 1);
+ * *made 0 (out untouched) when the problem fills less than PAD_FILL of cap x time; -1 on OOM.
  */
 static int pad_problem(const struct planner *p, uint64_t cap, struct planner *out, int *made)
 {
-    struct pad_item *ev = malloc(2 * p->n * sizeof *ev + 1);
+    struct event *ev = events_of(p, NULL, p->n);
     struct ws_plan_buffer *b = NULL;
     struct {
         int64_t t;
@@ -794,17 +794,11 @@ static int pad_problem(const struct planner *p, uint64_t cap, struct planner *ou
     *made = 0;
     if (!ev)
         return -1;
-    for (size_t i = 0; i < p->n; i++) {
-        ev[2 * i] = (struct pad_item){p->lo[i], (__int128)p->sz[i]};
-        ev[2 * i + 1] = (struct pad_item){p->hi[i], -(__int128)p->sz[i]};
-    }
-    qsort(ev, 2 * p->n, sizeof *ev, cmp_pad_item);
     /* How full: the load's area against cap x the components' spans. */
     __int128 live = 0, area = 0, full = 0;
     for (size_t x = 0; x < 2 * p->n;) {
-        int64_t t = ev[x].t;
-        for (; x < 2 * p->n && ev[x].t == t; x++)
-            live += ev[x].d;
+        int64_t t;
+        next_section(ev, 2 * p->n, &x, &t, &live);
         if (x < 2 * p->n && live > 0) {
             __int128 len = (__int128)ev[x].t - t;
             area += live * len;
@@ -824,9 +818,8 @@ static int pad_problem(const struct planner *p, uint64_t cap, struct planner *ou
     live = 0;
     uint64_t cur = 0; /* bytes of the open fillers */
     for (size_t x = 0; x < 2 * p->n;) {
-        int64_t t = ev[x].t;
-        for (; x < 2 * p->n && ev[x].t == t; x++)
-            live += ev[x].d;
+        int64_t t;
+        next_section(ev, 2 * p->n, &x, &t, &live);
         uint64_t want = x < 2 * p->n && live > 0 ? (uint64_t)((__int128)cap - live) : 0;
         while (cur > want) { /* close the last opened, part of it when that is enough */
             uint64_t take = open[nopen - 1].sz <= cur - want ? open[nopen - 1].sz : cur - want;
@@ -875,8 +868,10 @@ int strips_solve(struct planner *p, struct best_plan *best, uint64_t lower, uint
     if (!off)
         return -1;
     r = strips_run(p, off, seed, bud);
-    if (r == 0 && !budget_spent(bud)) {
-        /* Not flat (or not solved flat): a perfect packing with pieces taken out, padded. */
+    if (r == 2) {
+        /* Not flat: perhaps a perfect packing with pieces taken out, padded. (A flat problem that
+         * was not solved pads to itself: not tried again.) */
+        r = 0;
         if (pad_problem(p, lower, &q, &padded)) {
             r = -1;
         } else if (padded) {
