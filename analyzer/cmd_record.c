@@ -1,5 +1,4 @@
 /* wstrace record: run a program under libwstrace.so and leave its trace. */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -150,52 +149,39 @@ static void recover_children(const char *trace, int keep, int *failed)
     *failed = rc.failed;
 }
 
+struct trace_list {
+    char **list;
+    size_t n, cap;
+    time_t since;
+};
+
+static void add_trace(void *ctx, long pid, const char *path)
+{
+    struct trace_list *tl = ctx;
+    struct stat sb;
+    (void)pid;
+    if (stat(path, &sb) != 0 || !S_ISREG(sb.st_mode) || sb.st_mtime < tl->since)
+        return;
+    if (tl->n == tl->cap) {
+        size_t next = tl->cap ? tl->cap * 2 : 16;
+        char **q = realloc(tl->list, next * sizeof *q);
+        if (!q)
+            return;
+        tl->list = q;
+        tl->cap = next;
+    }
+    if ((tl->list[tl->n] = strdup(path)) != NULL)
+        tl->n++;
+}
+
 /* The traces TRACE.<pid> that processes of this run wrote (modified since it started), in pid
  * order; *n receives their count.  NULL when there are none (or no memory). */
 static char **child_traces(const char *trace, time_t since, size_t *n)
 {
-    char dir[PATH_MAX];
-    char **list = NULL;
-    size_t cap = 0;
-    *n = 0;
-    snprintf(dir, sizeof dir, "%s", trace);
-    char *slash = strrchr(dir, '/');
-    if (!slash)
-        return NULL;
-    *slash = 0;
-    const char *base = slash + 1;
-    size_t blen = strlen(base);
-    DIR *d = opendir(dir[0] ? dir : "/");
-    if (!d)
-        return NULL;
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL) {
-        const char *name = e->d_name;
-        char *end;
-        if (strncmp(name, base, blen) != 0 || name[blen] != '.')
-            continue;
-        long pid = strtol(name + blen + 1, &end, 10);
-        if (end == name + blen + 1 || *end != '\0' || pid <= 0)
-            continue;
-        char path[PATH_MAX + 32];
-        struct stat sb;
-        snprintf(path, sizeof path, "%s.%ld", trace, pid);
-        if (stat(path, &sb) != 0 || !S_ISREG(sb.st_mode) || sb.st_mtime < since)
-            continue;
-        if (*n == cap) {
-            size_t next = cap ? cap * 2 : 16;
-            char **q = realloc(list, next * sizeof *q);
-            if (!q)
-                break;
-            list = q;
-            cap = next;
-        }
-        if (!(list[*n] = strdup(path)))
-            break;
-        (*n)++;
-    }
-    closedir(d);
-    return list;
+    struct trace_list tl = {NULL, 0, 0, since};
+    ws_scan_pid_files(trace, "", add_trace, &tl);
+    *n = tl.n;
+    return tl.list;
 }
 
 /* meta pid and ppid of a trace; 0 when it cannot be read. */

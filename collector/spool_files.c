@@ -219,7 +219,7 @@ int ws_temp_remove_stale(const char *trace)
     return removed;
 }
 
-void ws_spool_scan_dead(const char *trace, ws_dead_spool_fn fn, void *ctx)
+void ws_scan_pid_files(const char *trace, const char *suffix, ws_pid_file_fn fn, void *ctx)
 {
     char dir[PATH_MAX];
     if (snprintf(dir, sizeof dir, "%s", trace) >= (int)sizeof dir)
@@ -240,13 +240,33 @@ void ws_spool_scan_dead(const char *trace, ws_dead_spool_fn fn, void *ctx)
         if (strncmp(name, base, blen) != 0 || name[blen] != '.')
             continue;
         long pid = strtol(name + blen + 1, &end, 10);
-        if (end == name + blen + 1 || strcmp(end, ".spool") != 0 || pid <= 0 || pid == (long)getpid() ||
-            kill((pid_t)pid, 0) == 0 || errno != ESRCH)
-            continue; /* not a child's spool, or its process still runs and converts it itself */
-        char child[PATH_MAX + 32], spool[PATH_MAX + 64];
-        snprintf(child, sizeof child, "%s.%ld", trace, pid);
-        snprintf(spool, sizeof spool, "%s.spool", child);
-        fn(ctx, pid, child, spool);
+        if (end == name + blen + 1 || strcmp(end, suffix) != 0 || pid <= 0)
+            continue;
+        char path[PATH_MAX + 64];
+        snprintf(path, sizeof path, "%s.%ld%s", trace, pid, suffix);
+        fn(ctx, pid, path);
     }
     closedir(d);
+}
+
+struct dead_scan {
+    const char *trace;
+    ws_dead_spool_fn fn;
+    void *ctx;
+};
+
+static void if_dead(void *ctx, long pid, const char *spool)
+{
+    const struct dead_scan *ds = ctx;
+    if (pid == (long)getpid() || kill((pid_t)pid, 0) == 0 || errno != ESRCH)
+        return; /* the caller's own, or its process still runs and converts it itself */
+    char child[PATH_MAX + 32];
+    snprintf(child, sizeof child, "%s.%ld", ds->trace, pid);
+    ds->fn(ds->ctx, pid, child, spool);
+}
+
+void ws_spool_scan_dead(const char *trace, ws_dead_spool_fn fn, void *ctx)
+{
+    struct dead_scan ds = {trace, fn, ctx};
+    ws_scan_pid_files(trace, ".spool", if_dead, &ds);
 }

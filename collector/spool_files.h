@@ -60,6 +60,14 @@ int ws_temp_create(const char *trace, char *tmp, size_t len, int *fd);
  * a file still locked or whose writer runs is left alone.  Returns how many were removed. */
 int ws_temp_remove_stale(const char *trace);
 
+/* Called by ws_scan_pid_files for each file "<trace>.<pid><suffix>": pid and the file's path. */
+typedef void (*ws_pid_file_fn)(void *ctx, long pid, const char *path);
+
+/* The files "<trace>.<pid><suffix>" beside trace (pid > 0; suffix "" for the traces of other
+ * processes, ".spool" for their spools): fn is called once for each, in directory order.  A
+ * trace without a folder part (no '/') is not scanned. */
+void ws_scan_pid_files(const char *trace, const char *suffix, ws_pid_file_fn fn, void *ctx);
+
 /* Called by ws_spool_scan_dead for the spool of each process that is gone: pid, its trace
  * "<trace>.<pid>" and its spool "<trace>.<pid>.spool".  The callback decides whether and how to
  * convert it (it must probe the spool itself: the scan does not take its lock). */
